@@ -1,0 +1,316 @@
+//! The `needle` command line.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use needle::build::{self, BuildOptions, LoadedModel};
+use needle::chunk::{ChunkConfig, Strategy};
+use needle::cite;
+use needle::embed::Embedder;
+use needle::extract::ExtractOptions;
+use needle::index::{Index, PageStatus};
+use needle::model::ModelFiles;
+use needle::search::{self, Mode, SearchOptions, SearchResult};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[command(name = "needle", version, about = "Offline search with honest citations for static documentation sites")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Index a built site (HTML) or a folder of Markdown / text.
+    Build {
+        site: PathBuf,
+        /// Index folder (default: SITE/needle).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value = "E")]
+        strategy: Strategy,
+        /// Target chunk size in characters (the encoder window is a second limit).
+        #[arg(long, default_value_t = 512)]
+        chunk_chars: usize,
+        /// Default cosine-distance cut stored in the index.
+        #[arg(long)]
+        cut: Option<f32>,
+        #[arg(long, default_value_t = 4)]
+        max_chunks: u32,
+        /// CSS selector of the content root (default: main, [role=main], article, body).
+        #[arg(long)]
+        selector: Option<String>,
+        /// Glob of files to leave out (repeatable; adds to the defaults).
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Embedding threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Use the fp32 model instead of the default int8 one.
+        #[arg(long)]
+        fp32: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer one question with citations.
+    Query {
+        index: PathBuf,
+        question: String,
+        /// At most this many citations.
+        #[arg(long, default_value_t = 4)]
+        k: usize,
+        #[arg(long, default_value = "hybrid")]
+        mode: ModeArg,
+        #[arg(long)]
+        cut: Option<f32>,
+        #[arg(long)]
+        json: bool,
+        /// Print the prompt for an LLM instead of the table.
+        #[arg(long)]
+        prompt: bool,
+    },
+    /// Batch search: JSON lines {"id","query"} on stdin, one JSON line per query on stdout.
+    Search {
+        index: PathBuf,
+        #[arg(long, default_value_t = 20)]
+        k: usize,
+        #[arg(long, default_value = "hybrid")]
+        mode: ModeArg,
+        #[arg(long)]
+        cut: Option<f32>,
+        #[arg(long, default_value_t = 4)]
+        max_chunks: usize,
+    },
+    /// Pages of an index by state, with reasons; counts read back from the index.
+    Status { index: PathBuf },
+    /// Turn a model's LLM answer with [n] markers into links (reads the answer on stdin).
+    Link {
+        index: PathBuf,
+        question: String,
+        #[arg(long)]
+        cut: Option<f32>,
+    },
+    /// Score retrieval on a question set: Recall@k, MRR, destroyed answers, refusal sweep.
+    Eval(needle::eval::EvalArgs),
+    /// Model files.
+    Model {
+        #[command(subcommand)]
+        cmd: ModelCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelCmd {
+    /// Convert the registry package's safetensors into the ONNX graphs tract runs.
+    Convert {
+        #[arg(long)]
+        from: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Where needle finds its model, and the files' hashes.
+    Info,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ModeArg {
+    Bm25,
+    Dense,
+    Hybrid,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Bm25 => Mode::Bm25,
+            ModeArg::Dense => Mode::Dense,
+            ModeArg::Hybrid => Mode::Hybrid,
+        }
+    }
+}
+
+fn main() {
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("needle: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Build { site, out, strategy, chunk_chars, cut, max_chunks, selector, exclude, threads, fp32, json } => {
+            let out = out.unwrap_or_else(|| site.join("needle"));
+            let mut extract = ExtractOptions::default();
+            extract.selector = selector;
+            extract.exclude.extend(exclude);
+            let opts = BuildOptions {
+                extract,
+                chunk: ChunkConfig { strategy, target_chars: chunk_chars, ..ChunkConfig::default() },
+                cut: cut.unwrap_or(build::DEFAULT_CUT),
+                max_chunks,
+                threads,
+                progress: !json,
+            };
+            let files = ModelFiles::locate()?;
+            let model = LoadedModel::load(&if fp32 { files.fp32_files() } else { files })?;
+            let (_index, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_build_report(&report, &out);
+            }
+            if report.pages_ok == 0 {
+                bail!("no page of {} could be indexed", site.display());
+            }
+            Ok(())
+        }
+        Cmd::Query { index, question, k, mode, cut, json, prompt } => {
+            let (idx, emb) = open(&index)?;
+            let opts = SearchOptions { mode: mode.into(), k: 20.max(k), cut, max_chunks: k };
+            let result = run_query(&idx, emb.as_ref(), &question, &opts)?;
+            let cites = cite::citations(&idx, &result);
+            if prompt {
+                print!("{}", cite::build_prompt(&question, &cites));
+            } else if json {
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"question": question, "result": result, "citations": cites}))?);
+            } else if cites.is_empty() {
+                println!("NO ANSWER: nothing under cosine distance {:.3} for \"{}\"", result.cut, question);
+            } else {
+                for c in &cites {
+                    println!("[{}] {}  {}  #char={}  d={:.3}", c.index, c.document_id, c.locator_label, c.url.rsplit("#char=").next().unwrap_or(""), c.cosine_distance);
+                    println!("    {}", snippet(&c.quote, 160));
+                }
+            }
+            Ok(())
+        }
+        Cmd::Search { index, k, mode, cut, max_chunks } => {
+            let (idx, emb) = open(&index)?;
+            let opts = SearchOptions { mode: mode.into(), k, cut, max_chunks };
+            let stdin = std::io::stdin();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            for (n, line) in stdin.lock().lines().enumerate() {
+                let line = line.context("reading stdin")?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let q: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("stdin line {}: not JSON", n + 1))?;
+                let query = q.get("query").and_then(|v| v.as_str()).with_context(|| format!("stdin line {}: no \"query\" string", n + 1))?;
+                let id = q.get("id").cloned().unwrap_or(serde_json::Value::Null);
+                let r = run_query(&idx, emb.as_ref(), query, &opts)?;
+                let line = serde_json::json!({"id": id, "hits": r.hits.iter().map(|h| serde_json::json!({
+                    "page": h.page, "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank,
+                })).collect::<Vec<_>>(), "answer": r.answer, "mode": r.mode, "timings": r.timings});
+                writeln!(out, "{line}")?;
+            }
+            Ok(())
+        }
+        Cmd::Status { index } => {
+            let idx = build::read_index(&index)?;
+            print_status(&idx);
+            Ok(())
+        }
+        Cmd::Link { index, question, cut } => {
+            let (idx, emb) = open(&index)?;
+            let opts = SearchOptions { cut, ..SearchOptions::default() };
+            let result = run_query(&idx, emb.as_ref(), &question, &opts)?;
+            let cites = cite::citations(&idx, &result);
+            let mut answer = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut answer)?;
+            let linked = cite::link_answer(&answer, &cites);
+            println!("{}", serde_json::to_string_pretty(&linked)?);
+            Ok(())
+        }
+        Cmd::Eval(args) => Ok(needle::eval::run_cli(args)?),
+        Cmd::Model { cmd: ModelCmd::Convert { from, out } } => {
+            let report = needle::model::convert(&from, &out)?;
+            println!("{report}");
+            Ok(())
+        }
+        Cmd::Model { cmd: ModelCmd::Info } => {
+            let files = ModelFiles::locate()?;
+            let model = LoadedModel::load(&files)?;
+            println!("model      {}", files.model.display());
+            println!("tokenizer  {}", files.tokenizer.display());
+            println!("{}", serde_json::to_string_pretty(&model.stamp)?);
+            Ok(())
+        }
+    }
+}
+
+/// Loads the index and the model it was built with; refuses any other model.
+fn open(index: &Path) -> Result<(Index, Option<Embedder>)> {
+    let idx = build::read_index(index)?;
+    let files = ModelFiles::locate()?;
+    let wanted = &idx.header.stamp.model.model_sha256;
+    let candidates = [files.clone(), files.fp32_files()];
+    let mut last = None;
+    for f in candidates {
+        let model = LoadedModel::load(&f)?;
+        match idx.check_model(&model.stamp, &index.display().to_string()) {
+            Ok(()) => return Ok((idx, Some(model.embedder()?))),
+            Err(e) => last = Some(e),
+        }
+        let _ = wanted;
+    }
+    Err(last.map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("no model")))
+}
+
+fn run_query(idx: &Index, emb: Option<&Embedder>, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
+    let t = search::now_ms();
+    let v = match emb {
+        Some(e) => Some(e.embed(q)?),
+        None => None,
+    };
+    let embed_ms = search::now_ms() - t;
+    let mut r = search::search(idx, q, v.as_deref(), opts);
+    r.timings.embed = embed_ms;
+    Ok(r)
+}
+
+fn snippet(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    }
+}
+
+fn print_build_report(r: &build::BuildReport, out: &Path) {
+    println!("pages      {} ok, {} failed, {} skipped", r.pages_ok, r.failed.len(), r.skipped.len());
+    for (p, why) in &r.failed {
+        println!("  failed   {p}: {why}");
+    }
+    for (p, why) in &r.skipped {
+        println!("  skipped  {p}: {why}");
+    }
+    let share = if r.embedded_tokens > 0 { 100.0 * r.header_tokens as f64 / r.embedded_tokens as f64 } else { 0.0 };
+    println!("chunks     {} ({} split for the {}-token window)", r.chunks, r.split_for_window, needle::embed::MAX_TOKENS);
+    println!("tokens     {} embedded, {:.1}% header", r.embedded_tokens, share);
+    println!("time       {:.1} s ({:.1} ms per chunk, {} threads; embedding {:.1} s)", r.seconds, r.ms_per_chunk(), r.threads, r.embed_seconds);
+    println!("index      {} ({} bytes)", out.join(needle::index::INDEX_FILE).display(), r.index_bytes);
+}
+
+fn print_status(idx: &Index) {
+    let h = &idx.header;
+    let (mut ok, mut failed, mut skipped) = (vec![], vec![], vec![]);
+    for p in &h.pages {
+        match &p.status {
+            PageStatus::Ok => ok.push(p),
+            PageStatus::Failed { .. } => failed.push(p),
+            PageStatus::Skipped { .. } => skipped.push(p),
+        }
+    }
+    println!("model      {} ({}), pipeline {}, extractor {}", h.stamp.model.name, &h.stamp.model.model_sha256[..12.min(h.stamp.model.model_sha256.len())], h.stamp.pipeline_version, h.stamp.extractor_version);
+    println!("pages      {} ok, {} failed, {} skipped; {} chunks", ok.len(), failed.len(), skipped.len(), h.chunks.len());
+    for p in ok {
+        println!("  ok       {}  {} chunks", p.path, p.chunk_count);
+    }
+    for p in failed.iter().chain(&skipped) {
+        if let PageStatus::Failed { reason } | PageStatus::Skipped { reason } = &p.status {
+            println!("  {:<8} {}: {}", if matches!(p.status, PageStatus::Failed { .. }) { "failed" } else { "skipped" }, p.path, reason);
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Okapi BM25 over the chunks' embedded text (header + content).
+//! Invariants: tokens are Unicode-lowercased runs of alphanumeric characters, so ASCII text
+//! tokenizes exactly like `[a-z0-9]+`; idf = ln(1 + (N − n + 0.5)/(n + 0.5)) is never negative;
+//! postings are sorted by chunk, and scoring visits only the query's postings.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+pub const K1: f32 = 1.2;
+pub const B: f32 = 0.75;
+
+/// Lowercased alphanumeric runs. `char::is_alphanumeric` keeps letters and digits of every
+/// script, so "café" and "日本語" are words too.
+pub fn tokenize(s: &str) -> Vec<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .collect()
+}
+
+/// The statistics BM25 needs, as stored in the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bm25 {
+    /// Sorted vocabulary; `postings[i]` belongs to `terms[i]`.
+    pub terms: Vec<String>,
+    /// (chunk, term frequency), sorted by chunk.
+    pub postings: Vec<Vec<(u32, u32)>>,
+    /// Token count of each chunk's embedded text.
+    pub doc_len: Vec<u32>,
+}
+
+impl Bm25 {
+    pub fn build<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut map: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+        let mut doc_len = Vec::new();
+        for (i, text) in texts.into_iter().enumerate() {
+            let toks = tokenize(text);
+            doc_len.push(toks.len() as u32);
+            let mut tf: HashMap<String, u32> = HashMap::new();
+            for t in toks {
+                *tf.entry(t).or_default() += 1;
+            }
+            for (t, f) in tf {
+                map.entry(t).or_default().push((i as u32, f));
+            }
+        }
+        let mut entries: Vec<_> = map.into_iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let (terms, mut postings): (Vec<_>, Vec<_>) = entries.into_iter().unzip();
+        for p in &mut postings {
+            p.sort_unstable();
+        }
+        Bm25 { terms, postings, doc_len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.doc_len.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.doc_len.is_empty()
+    }
+
+    fn avgdl(&self) -> f32 {
+        if self.doc_len.is_empty() {
+            return 0.0;
+        }
+        self.doc_len.iter().map(|&l| l as f64).sum::<f64>() as f32 / self.doc_len.len() as f32
+    }
+
+    pub fn idf(&self, df: usize) -> f32 {
+        let n = self.doc_len.len() as f32;
+        let df = df as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Scores of every chunk that shares a term with the query, best first (ties by chunk).
+    /// A query term repeated counts once per occurrence, as in the classic formula's sum.
+    pub fn rank(&self, query: &str) -> Vec<(usize, f32)> {
+        let avgdl = self.avgdl().max(f32::MIN_POSITIVE);
+        let mut scores: HashMap<u32, f32> = HashMap::new();
+        for term in tokenize(query) {
+            let Ok(t) = self.terms.binary_search(&term) else { continue };
+            let postings = &self.postings[t];
+            let idf = self.idf(postings.len());
+            for &(doc, tf) in postings {
+                let tf = tf as f32;
+                let dl = self.doc_len.get(doc as usize).copied().unwrap_or(0) as f32;
+                let s = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl));
+                *scores.entry(doc).or_default() += s;
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = scores.into_iter().map(|(d, s)| (d as usize, s)).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+    }
+
+    /// Checks the structure read from an index: every posting points at a chunk.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.terms.len() != self.postings.len() {
+            return Err(format!("{} terms but {} posting lists", self.terms.len(), self.postings.len()));
+        }
+        if !self.terms.windows(2).all(|w| w[0] < w[1]) {
+            return Err("vocabulary is not sorted".into());
+        }
+        let n = self.doc_len.len() as u32;
+        if self.postings.iter().flatten().any(|&(d, _)| d >= n) {
+            return Err("a posting names a chunk that does not exist".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_tokenizes_like_the_reference_regex() {
+        assert_eq!(tokenize("Hello, World! x86_64 isn't 3.14"), ["hello", "world", "x86", "64", "isn", "t", "3", "14"]);
+    }
+
+    #[test]
+    fn unicode_words_are_lowercased_and_kept() {
+        assert_eq!(tokenize("Café ÉTÉ 日本語—テスト"), ["café", "été", "日本語", "テスト"]);
+    }
+
+    #[test]
+    fn scores_match_the_formula_by_hand() {
+        let docs = ["the cat sat", "the dog", "cat cat cat dog"];
+        let bm = Bm25::build(docs.iter().copied());
+        let ranked = bm.rank("cat");
+        // N = 3, n = 2: idf = ln(1 + 1.5/2.5)
+        let idf = (1.0f32 + 1.5 / 2.5).ln();
+        let avgdl = (3.0 + 2.0 + 4.0) / 3.0;
+        let s = |tf: f32, dl: f32| idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl));
+        assert_eq!(ranked.len(), 2);
+        assert_eq!(ranked[0].0, 2);
+        assert!((ranked[0].1 - s(3.0, 4.0)).abs() < 1e-6);
+        assert!((ranked[1].1 - s(1.0, 3.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn unknown_terms_and_empty_queries_rank_nothing() {
+        let bm = Bm25::build(["alpha beta"].iter().copied());
+        assert!(bm.rank("gamma").is_empty());
+        assert!(bm.rank("").is_empty());
+        assert!(bm.rank("!!! 🙂").is_empty());
+        assert!(bm.validate().is_ok());
+    }
+
+    #[test]
+    fn idf_is_positive_even_for_terms_in_every_chunk() {
+        let bm = Bm25::build(["a", "a", "a"].iter().copied());
+        assert!(bm.idf(3) > 0.0);
+    }
+}

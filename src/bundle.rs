@@ -1,0 +1,226 @@
+//! The browser bundle: everything a static site needs to search in its readers' browsers,
+//! written next to the index (`SITE/needle/` by default).
+//! Invariants: every file except `needle.js`, `widget.js`, `needle-sw.js` and `manifest.json` has a
+//! content-hashed name (`stem.<16 hex of sha256>.ext`), so a CDN or the Cache API may keep it
+//! forever; `manifest.json` is written last and names only files that exist; the model is the
+//! very file the index was built with (its sha256 is what the index stamps and what the
+//! browser checks); stale hashed files of earlier bundles are removed.
+
+use crate::index::{sha256_hex, Index, IndexError};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Bump when the manifest's fields change.
+pub const MANIFEST_VERSION: u32 = 1;
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// The wasm-bindgen output's base name (`wasm-pack --out-name needle_core`).
+const GLUE: &str = "needle_core.js";
+const WASM: &str = "needle_core_bg.wasm";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("{what} not found at {path}: {hint}")]
+    Missing { what: &'static str, path: PathBuf, hint: &'static str },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BundleError + '_ {
+    move |source| BundleError::Io { path: path.to_path_buf(), source }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BundleFile {
+    /// The role (`wasm`, `model`, …) as the manifest names it.
+    pub role: String,
+    /// File name inside the bundle folder.
+    pub name: String,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BundleReport {
+    pub files: Vec<BundleFile>,
+    pub total_bytes: u64,
+    /// Stale hashed files of an earlier bundle that were removed.
+    pub removed: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Manifest<'a> {
+    version: u32,
+    /// Role → file name, relative to the manifest.
+    files: std::collections::BTreeMap<&'a str, String>,
+    /// Role → size in bytes (for download progress).
+    sizes: std::collections::BTreeMap<&'a str, u64>,
+    /// The site root relative to the bundle folder: where `page` paths start.
+    #[serde(rename = "siteRoot")]
+    site_root: &'a str,
+    model: ManifestModel<'a>,
+    chunks: usize,
+    pages: usize,
+}
+
+#[derive(Serialize)]
+struct ManifestModel<'a> {
+    name: &'a str,
+    sha256: &'a str,
+}
+
+/// One page as the landing highlight checks it: is the rendered page still the indexed one?
+#[derive(Serialize)]
+struct PageInfo<'a> {
+    title: &'a str,
+    /// sha256 (hex) of the canonical text.
+    hash: &'a str,
+    /// UTF-16 length of the canonical text.
+    len: u32,
+}
+
+/// The folder with wasm-pack's output (`./build.sh wasm`): `NEEDLE_PKG_DIR`, else `pkg/` in
+/// the repository.
+pub fn pkg_dir() -> PathBuf {
+    std::env::var_os("NEEDLE_PKG_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("pkg"))
+}
+
+/// The folder with the JavaScript and CSS sources: `NEEDLE_WWW_DIR`, else `www/` in the repository.
+pub fn www_dir() -> PathBuf {
+    std::env::var_os("NEEDLE_WWW_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("www"))
+}
+
+/// `stem.<16 hex>.ext` for `name` with these contents.
+pub fn hashed_name(name: &str, bytes: &[u8]) -> String {
+    let hash = &sha256_hex(bytes)[..16];
+    match name.rsplit_once('.') {
+        Some((stem, ext)) => format!("{stem}.{hash}.{ext}"),
+        None => format!("{name}.{hash}"),
+    }
+}
+
+/// Writes the browser bundle into `out_dir`: the JavaScript API, the widget, the worker, the
+/// WebAssembly engine, the model and tokenizer, the index and `manifest.json`.
+pub fn write_bundle(out_dir: &Path, index_bytes: &[u8], model: &Path, tokenizer: &Path) -> Result<BundleReport, BundleError> {
+    write_bundle_from(out_dir, index_bytes, model, tokenizer, &pkg_dir(), &www_dir())
+}
+
+/// `write_bundle` with explicit `pkg/` and `www/` folders.
+pub fn write_bundle_from(out_dir: &Path, index_bytes: &[u8], model: &Path, tokenizer: &Path, pkg: &Path, www: &Path) -> Result<BundleReport, BundleError> {
+    let index = Index::from_bytes(index_bytes, "index")?;
+    for (what, path, hint) in [
+        ("the WebAssembly engine", pkg.join(WASM), "run `./build.sh wasm` (or set NEEDLE_PKG_DIR)"),
+        ("the wasm-bindgen glue", pkg.join(GLUE), "run `./build.sh wasm` (or set NEEDLE_PKG_DIR)"),
+        ("the JavaScript API", www.join("needle.js"), "set NEEDLE_WWW_DIR to needle's www/ folder"),
+        ("the model", model.to_path_buf(), "run `./build.sh model`"),
+        ("the tokenizer", tokenizer.to_path_buf(), "run `./build.sh model`"),
+    ] {
+        if !path.is_file() {
+            return Err(BundleError::Missing { what, path, hint });
+        }
+    }
+    std::fs::create_dir_all(out_dir).map_err(io(out_dir))?;
+    let read = |p: &Path| std::fs::read(p).map_err(io(p));
+
+    let mut pages = std::collections::BTreeMap::new();
+    for p in &index.header.pages {
+        if !p.content_hash.is_empty() {
+            pages.insert(p.path.as_str(), PageInfo { title: &p.title, hash: &p.content_hash, len: p.text_len });
+        }
+    }
+    let pages_json = serde_json::to_vec(&pages).expect("pages serialise");
+
+    let model_bytes = read(model)?;
+    let model_sha = sha256_hex(&model_bytes);
+    let model_ext = model.extension().and_then(|e| e.to_str()).unwrap_or("onnx");
+    // (role, name before hashing, bytes)
+    let hashed: Vec<(&str, String, Vec<u8>)> = vec![
+        ("wasm", WASM.into(), read(&pkg.join(WASM))?),
+        ("glue", GLUE.into(), read(&pkg.join(GLUE))?),
+        ("worker", "needle-worker.js".into(), read(&www.join("needle-worker.js"))?),
+        ("highlight", "highlight.js".into(), read(&www.join("highlight.js"))?),
+        ("css", "widget.css".into(), read(&www.join("widget.css"))?),
+        ("model", format!("model.{model_ext}"), model_bytes),
+        ("tokenizer", "tokenizer.json".into(), read(tokenizer)?),
+        ("index", "index.needle".into(), index_bytes.to_vec()),
+        ("pages", "pages.json".into(), pages_json),
+    ];
+    // Fixed names: what a site links to, and the service worker (its URL must stay put).
+    let fixed: Vec<(&str, String, Vec<u8>)> = vec![
+        ("api", "needle.js".into(), read(&www.join("needle.js"))?),
+        ("widget", "widget.js".into(), read(&www.join("widget.js"))?),
+        ("sw", "needle-sw.js".into(), read(&www.join("needle-sw.js"))?),
+    ];
+
+    let mut report = BundleReport::default();
+    let mut files = std::collections::BTreeMap::new();
+    let mut sizes = std::collections::BTreeMap::new();
+    let mut keep = std::collections::HashSet::new();
+    for (role, name, bytes) in hashed.iter().map(|(r, n, b)| (*r, hashed_name(n, b), b)).chain(fixed.iter().map(|(r, n, b)| (*r, n.clone(), b))) {
+        let path = out_dir.join(&name);
+        // Same name = same bytes for hashed files; skip rewriting a large model or wasm.
+        let unchanged = std::fs::metadata(&path).map(|m| m.len() == bytes.len() as u64).unwrap_or(false) && !matches!(role, "api" | "widget" | "sw");
+        if !unchanged {
+            write_atomic(&path, bytes)?;
+        }
+        report.files.push(BundleFile { role: role.into(), name: name.clone(), bytes: bytes.len() as u64 });
+        report.total_bytes += bytes.len() as u64;
+        sizes.insert(role, bytes.len() as u64);
+        keep.insert(name.clone());
+        files.insert(role, name);
+    }
+
+    let manifest = Manifest {
+        version: MANIFEST_VERSION,
+        files,
+        sizes,
+        site_root: "../",
+        model: ManifestModel { name: &index.header.stamp.model.name, sha256: &model_sha },
+        chunks: index.header.chunks.len(),
+        pages: index.header.pages.len(),
+    };
+    let manifest_bytes = serde_json::to_vec_pretty(&manifest).expect("manifest serialises");
+    write_atomic(&out_dir.join(MANIFEST_FILE), &manifest_bytes)?;
+
+    // Drop earlier bundles' hashed files (their stems are ours, their hashes are not current).
+    let stems: Vec<String> = hashed.iter().map(|(_, n, _)| n.rsplit_once('.').map(|(s, _)| s.to_string()).unwrap_or_default()).collect();
+    for entry in std::fs::read_dir(out_dir).map_err(io(out_dir))?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if keep.contains(&name) || !crate::serve::is_hashed_name(Path::new(&name)) {
+            continue;
+        }
+        if stems.iter().any(|s| name.starts_with(&format!("{s}."))) {
+            std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+            report.removed.push(name);
+        }
+    }
+    Ok(report)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BundleError> {
+    let tmp = path.with_extension("tmp-bundle");
+    std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashed_names_keep_stem_and_extension() {
+        let n = hashed_name("needle_core_bg.wasm", b"abc");
+        assert_eq!(n, "needle_core_bg.ba7816bf8f01cfea.wasm");
+        assert!(crate::serve::is_hashed_name(Path::new(&n)));
+    }
+
+    #[test]
+    fn a_missing_engine_is_named_with_the_command_that_builds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = crate::index::tests::tiny().to_bytes().unwrap();
+        let nowhere = dir.path().join("nowhere");
+        let err = write_bundle_from(&dir.path().join("out"), &bytes, Path::new("m.onnx"), Path::new("t.json"), &nowhere, &www_dir()).unwrap_err();
+        assert!(err.to_string().contains("./build.sh wasm"), "{err}");
+    }
+}

@@ -1,0 +1,154 @@
+//! Sentence embeddings with all-MiniLM-L6-v2 run by tract: word-piece tokens (at most
+//! `MAX_TOKENS`, special tokens included), mean-pooled over the sequence, L2-normalised.
+//! Works on bytes (no I/O) so the same code runs natively and in WebAssembly.
+//!
+//! The model is an ONNX graph as written by `needle model convert` (see `model`): input
+//! `input_ids` int64 `[1, S]`, output `[1, DIM]` already pooled and normalised. One text per
+//! run: the graph has no attention mask, so texts are never padded or batched together
+//! (batch 1 was also the fastest per text on tract).
+
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tract_onnx::prelude::*;
+
+pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
+pub const DIM: usize = 384;
+/// The encoder's window in word-pieces, [CLS] and [SEP] included.
+pub const MAX_TOKENS: usize = 256;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    #[error("model: {0}")]
+    Model(String),
+    /// Token ids given to [`Embedder::embed_ids`] that the model cannot take.
+    #[error("input: {0}")]
+    Input(String),
+}
+
+fn model_err(context: &str, e: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Model(format!("{context}: {e}"))
+}
+
+type Plan = TypedRunnableModel;
+
+pub struct Embedder {
+    /// Truncates at `MAX_TOKENS`, never pads: what the model sees.
+    tokenizer: Tokenizer,
+    /// Same tokenizer without truncation, for `token_count`, which must see the whole text.
+    counter: Tokenizer,
+    plan: Arc<Plan>,
+    vocab_size: usize,
+}
+
+// The build runs one Embedder per rayon thread; keep that possible.
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Embedder>();
+};
+
+impl Embedder {
+    /// Loads an ONNX model (as written by `needle model convert`) and a `tokenizer.json`.
+    pub fn from_bytes(model: &[u8], tokenizer_json: &[u8]) -> Result<Self, EmbedError> {
+        let mut counter = Tokenizer::from_bytes(tokenizer_json).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        // The shipped tokenizer.json truncates at 128 and pads to 128: neither matches the
+        // model's 256 window, and padding would change the mean (the graph has no mask).
+        counter.with_padding(None);
+        counter.with_truncation(None).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let mut tokenizer = counter.clone();
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                direction: TruncationDirection::Right,
+                max_length: MAX_TOKENS,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+            }))
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let vocab_size = tokenizer.get_vocab_size(true);
+
+        let mut reader = model;
+        let inference = tract_onnx::onnx().model_for_read(&mut reader).map_err(|e| model_err("reading ONNX", e))?;
+        // Use the graph's own sequence symbol so the input fact and the graph's shapes agree.
+        let seq = inference.sym("S");
+        let plan = inference
+            .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), seq.to_dim())))
+            .and_then(|m| m.into_optimized())
+            .and_then(|m| m.into_runnable())
+            .map_err(|e| model_err("preparing the graph", e))?;
+        let emb = Embedder { tokenizer, counter, plan, vocab_size };
+        // Fail at load, not at the first query, if the graph is not a DIM-wide sentence encoder.
+        let probe = emb.embed_ids(&[101, 102])?;
+        if probe.len() != DIM {
+            return Err(EmbedError::Model(format!("the graph outputs {} values, expected {DIM}", probe.len())));
+        }
+        Ok(emb)
+    }
+
+    /// Number of word-pieces the model sees for `text`, [CLS] and [SEP] included, before
+    /// truncation.
+    pub fn token_count(&self, text: &str) -> Result<usize, EmbedError> {
+        let enc = self.counter.encode_fast(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        Ok(enc.len())
+    }
+
+    /// The token ids the model sees for `text`: [CLS], word-pieces, [SEP], at most `MAX_TOKENS`.
+    pub fn tokenize(&self, text: &str) -> Result<Vec<i64>, EmbedError> {
+        let enc = self.tokenizer.encode_fast(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        Ok(enc.get_ids().iter().map(|&id| i64::from(id)).collect())
+    }
+
+    /// The L2-normalised embedding of `text` (truncated to `MAX_TOKENS`).
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let ids = self.tokenize(text)?;
+        self.embed_ids(&ids)
+    }
+
+    /// The L2-normalised embedding of already tokenized ids (1 to `MAX_TOKENS` of them).
+    pub fn embed_ids(&self, ids: &[i64]) -> Result<Vec<f32>, EmbedError> {
+        if ids.is_empty() || ids.len() > MAX_TOKENS {
+            return Err(EmbedError::Input(format!("{} token ids, expected 1 to {MAX_TOKENS}", ids.len())));
+        }
+        // An out-of-vocabulary id would index past the embedding table inside the graph.
+        if let Some(bad) = ids.iter().find(|&&id| id < 0 || id as u64 >= self.vocab_size as u64) {
+            return Err(EmbedError::Input(format!("token id {bad} outside the vocabulary of {}", self.vocab_size)));
+        }
+        let input = Tensor::from_shape(&[1, ids.len()], ids).map_err(|e| model_err("input", e))?;
+        let out = self.plan.run(tvec!(input.into())).map_err(|e| model_err("running", e))?;
+        let first = out.first().ok_or_else(|| EmbedError::Model("the graph has no output".into()))?;
+        let v = first.to_plain_array_view::<f32>().map_err(|e| model_err("output", e))?;
+        Ok(v.iter().copied().collect())
+    }
+
+    /// Embeddings of several texts, one model run each (the graph takes one text per run).
+    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        texts.iter().map(|t| self.embed(t)).collect()
+    }
+}
+
+/// Cosine distance `1 − a·b` of two L2-normalised vectors (0 = same direction, 2 = opposite).
+pub fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
+    1.0 - dot(a, b)
+}
+
+/// Dot product (the cosine similarity of normalised vectors).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cosine_distance_of_normalised_vectors() {
+        let a = [0.6, 0.8];
+        assert!(cosine_distance(&a, &a).abs() < 1e-6);
+        assert!((cosine_distance(&a, &[-0.6, -0.8]) - 2.0).abs() < 1e-6);
+        assert!((cosine_distance(&[1.0, 0.0], &[0.0, 1.0]) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bad_bytes_give_errors_not_panics() {
+        assert!(matches!(Embedder::from_bytes(b"not onnx", b"{}"), Err(EmbedError::Tokenizer(_))));
+    }
+}

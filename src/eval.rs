@@ -1,0 +1,128 @@
+//! `needle eval`: measures retrieval on a question set without calling any language model.
+//! A question names a verbatim sentence (the needle) of the page that answers it; a hit
+//! answers when its quoted content contains the needle under [`crate::text::normalize_for_match`].
+//! Reports Recall@k with Wilson intervals, MRR, destroyed questions, paired sign tests between
+//! configurations (`--ablate`: strategies A–F × BM25 / dense / hybrid), and the refusal sweep
+//! that picks the gate's cut (`--ood`, `--max-bluffs`).
+//! Invariants: each query is embedded once and its vector reused by every mode, cut and
+//! strategy (the sweep re-gates stored rankings); the qrels are validated against the site's
+//! canonical text before anything is scored.
+//!
+//! Reading order: [`qrels`] (question sets), [`score`] (metrics over stored rankings),
+//! [`stats`] (Wilson, sign test), [`report`] (terminal, JSON, Markdown), [`plot`] (SVG), and
+//! `run` (indexes, embedding, searching: the only part that needs the model).
+
+pub mod plot;
+pub mod qrels;
+pub mod report;
+pub mod score;
+pub mod stats;
+
+#[cfg(needle_integrating)]
+mod run;
+
+use crate::search::Mode;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct EvalArgs {
+    /// An index folder (holding index.needle), an index file, or a site folder; a site is
+    /// indexed in memory with the default options first.
+    #[arg(value_name = "INDEX_OR_SITE")]
+    pub target: PathBuf,
+    /// Questions, one JSON object a line: {"id","page","needle","q_doc","q_ticket"}.
+    #[arg(long, value_name = "QRELS.jsonl")]
+    pub qrels: PathBuf,
+    /// Out-of-domain queries, {"id","query"} a line: turns on the refusal sweep.
+    #[arg(long, value_name = "OOD.jsonl")]
+    pub ood: Option<PathBuf>,
+    /// The site, to validate the qrels against its canonical text and to build the ablation
+    /// (default: the target if it is a site, else the index folder's parent, where
+    /// `needle build SITE` puts SITE/needle).
+    #[arg(long, value_name = "DIR")]
+    pub site: Option<PathBuf>,
+    /// Cut-offs for Recall@k.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,8,20")]
+    pub k: Vec<usize>,
+    /// The ranking to score: hybrid, bm25 or dense.
+    #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// At most this many chunks pass the gate (default: the index's setting).
+    #[arg(long, value_name = "N")]
+    pub max_chunks: Option<usize>,
+    /// Bluff budget of the sweep: the chosen cut refuses least among the cuts that let at
+    /// most N out-of-domain queries through.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_bluffs: usize,
+    /// Also build strategies A–F from the site and score BM25, dense and hybrid on each.
+    #[arg(long)]
+    pub ablate: bool,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a Markdown report; its two SVG plots go into a folder beside it named after it
+    /// (EVAL.md → eval/).
+    #[arg(long, value_name = "FILE.md")]
+    pub report: Option<PathBuf>,
+    /// Write the per-query results (rank of the first answering hit), for a later --baseline.
+    #[arg(long, value_name = "FILE")]
+    pub save_runs: Option<PathBuf>,
+    /// Compare with per-query results saved by --save-runs: wins, losses, sign test at each k.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Exit with an error when the baseline comparison shows a significant loss (p < 0.05) at
+    /// this k.
+    #[arg(long, value_name = "K", requires = "baseline")]
+    pub fail_below_baseline: Option<usize>,
+    /// Score without checking the needles against the site (when the site is not at hand).
+    #[arg(long)]
+    pub skip_validation: bool,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "hybrid" => Ok(Mode::Hybrid),
+        "bm25" => Ok(Mode::Bm25),
+        "dense" => Ok(Mode::Dense),
+        other => Err(format!("unknown mode {other:?}; use hybrid, bm25 or dense")),
+    }
+}
+
+pub fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Bm25 => "bm25",
+        Mode::Dense => "dense",
+        Mode::Hybrid => "hybrid",
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{file}: the question set is not valid:\n  {}", problems.join("\n  "))]
+    Qrels { file: String, problems: Vec<String> },
+    #[error(transparent)]
+    Needle(#[from] crate::Error),
+    #[error("{file}: hybrid R@{k} fell significantly below the baseline: {wins} wins, {losses} losses, sign test p = {p:.4}")]
+    Regression { file: String, k: usize, wins: usize, losses: usize, p: f64 },
+}
+
+impl EvalError {
+    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        EvalError::Io { path: path.into(), source }
+    }
+}
+
+/// Runs `needle eval` as the command line asked.
+#[cfg(needle_integrating)]
+pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
+    run::run_cli(args)
+}
+
+#[cfg(not(needle_integrating))]
+pub fn run_cli(_args: EvalArgs) -> Result<(), EvalError> {
+    Err(EvalError::Invalid("needle eval needs the build pipeline, which this needle was compiled without".into()))
+}

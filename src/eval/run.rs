@@ -1,0 +1,360 @@
+//! Running an evaluation: find or build the index, validate the questions against the site,
+//! embed every query once, search, and hand the rankings to [`super::score`].
+//! Invariants: one query vector per query text serves every mode, strategy and cut; the
+//! searches go through [`crate::search::search`], the function `needle query` answers with.
+
+use super::qrels::{self, Query, Question};
+use super::report::{self, Cost, Evaluation, Outcome, QueryTime, Strategy};
+use super::score::{self, QueryRun, SavedRuns};
+use super::{mode_name, EvalArgs, EvalError};
+use crate::build::{self, BuildOptions, BuildReport, LoadedModel};
+use crate::chunk::{self, ChunkConfig};
+use crate::embed::Embedder;
+use crate::extract::{self, ExtractOptions, Extracted};
+use crate::index::{self, Index};
+use crate::model::ModelFiles;
+use crate::search::{self, Mode, SearchOptions};
+use crate::text::{normalize_for_match, Document};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+const MODES: [Mode; 3] = [Mode::Bm25, Mode::Dense, Mode::Hybrid];
+
+enum Target {
+    /// The index file.
+    Index(PathBuf),
+    Site(PathBuf),
+}
+
+fn resolve(path: &Path) -> Result<Target, EvalError> {
+    if path.is_file() {
+        Ok(Target::Index(path.to_path_buf()))
+    } else if path.join(index::INDEX_FILE).is_file() {
+        Ok(Target::Index(path.join(index::INDEX_FILE)))
+    } else if path.is_dir() {
+        Ok(Target::Site(path.to_path_buf()))
+    } else {
+        Err(EvalError::Invalid(format!("{}: no such index or site folder", path.display())))
+    }
+}
+
+fn needle_err(e: impl Into<crate::Error>) -> EvalError {
+    EvalError::Needle(e.into())
+}
+
+fn progress(msg: &str) {
+    eprintln!("{msg}");
+}
+
+pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
+    let mut ks = args.k.clone();
+    ks.sort_unstable();
+    ks.dedup();
+    if ks.is_empty() || ks[0] == 0 {
+        return Err(EvalError::Invalid("--k takes positive cut-offs, e.g. --k 1,4,8,20".into()));
+    }
+    let questions = qrels::load_questions(&args.qrels)?;
+    let ood = match &args.ood {
+        Some(p) => qrels::load_ood(p)?,
+        None => Vec::new(),
+    };
+    let target = resolve(&args.target)?;
+    let site = args.site.clone().or_else(|| match &target {
+        Target::Site(p) => Some(p.clone()),
+        // `needle build SITE` writes SITE/needle/index.needle.
+        Target::Index(file) => file.parent().and_then(Path::parent).map(Path::to_path_buf),
+    });
+
+    let files = ModelFiles::locate().map_err(needle_err)?;
+    let model = LoadedModel::load(&files)?;
+    let embedder = model.embedder()?;
+    let model_label = format!(
+        "{} ({}, sha256 {}…)",
+        model.stamp.name,
+        files.model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        model.stamp.model_sha256.get(..12).unwrap_or(&model.stamp.model_sha256)
+    );
+
+    let mut warnings = Vec::new();
+    if args.skip_validation {
+        warnings.push("the needles were not checked against the site (--skip-validation)".to_string());
+    } else {
+        let site = site.as_deref().filter(|s| s.is_dir()).ok_or_else(|| {
+            EvalError::Invalid(format!(
+                "{}: the qrels are validated against the site's text, and no site folder was found; pass --site DIR (or --skip-validation)",
+                args.target.display()
+            ))
+        })?;
+        let docs = site_documents(site)?;
+        let checked = qrels::validate(&questions, &docs, &args.qrels.display().to_string()).map_err(|e| match e {
+            EvalError::Qrels { file, mut problems } => {
+                problems.push(format!("(checked against the canonical text of {} pages of {}; --site names another site)", docs.len(), site.display()));
+                EvalError::Qrels { file, problems }
+            }
+            other => other,
+        })?;
+        warnings.extend(checked.warnings);
+    }
+
+    let show_progress = std::io::stderr().is_terminal();
+    let (index, built) = match &target {
+        Target::Index(file) => {
+            let index = build::read_index(file)?;
+            index.check_model(&model.stamp, &file.display().to_string()).map_err(needle_err)?;
+            (index, None)
+        }
+        Target::Site(dir) => {
+            progress(&format!("indexing {} (default options)…", dir.display()));
+            let opts = BuildOptions { progress: show_progress, ..BuildOptions::default() };
+            let (index, report) = build::build_index(dir, &model, &opts)?;
+            (index, Some(report))
+        }
+    };
+
+    let queries = qrels::queries(&questions, &ood);
+    progress(&format!("embedding {} queries…", queries.len()));
+    let mut vectors = Vec::with_capacity(queries.len());
+    let mut embed_ms = Vec::with_capacity(queries.len());
+    for q in &queries {
+        let t = search::now_ms();
+        vectors.push(embedder.embed(&q.text).map_err(needle_err)?);
+        embed_ms.push(search::now_ms() - t);
+    }
+    let max_chunks = args.max_chunks.unwrap_or(index.header.settings.max_chunks as usize);
+    let depth = ks.iter().copied().max().unwrap_or(score::GATE_DEPTH).max(score::GATE_DEPTH);
+    let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks };
+
+    let main_strategy = index.header.settings.chunk.strategy;
+    let main = ctx.evaluate(&index, &[args.mode]).remove(0);
+    let sweep = (!ood.is_empty()).then(|| score::sweep(&main.runs, &score::sweep_cuts(), max_chunks));
+    let chosen_cut = sweep.as_ref().and_then(|rows| score::choose_cut(rows, args.max_bluffs));
+    let cost = match &built {
+        Some(r) => cost_of_build(r),
+        None => cost_of_index(&index, &embedder)?,
+    };
+    let time = QueryTime::of(&main.runs, &embed_ms);
+    let index_cut = index.header.settings.cut;
+
+    let mut ablation = Vec::new();
+    if args.ablate {
+        let site = site.as_deref().filter(|s| s.is_dir()).ok_or_else(|| {
+            EvalError::Invalid("--ablate builds the site with each strategy; pass --site DIR".into())
+        })?;
+        let reusable = built.is_some() && index.header.settings.chunk == ChunkConfig { strategy: main_strategy, ..ChunkConfig::default() };
+        for strategy in chunk::Strategy::ALL {
+            let (evals, cost) = if reusable && strategy == main_strategy {
+                (ctx.evaluate(&index, &MODES), cost.clone())
+            } else {
+                progress(&format!("ablation: indexing {} with strategy {strategy}…", site.display()));
+                let opts = BuildOptions {
+                    chunk: ChunkConfig { strategy, ..ChunkConfig::default() },
+                    progress: show_progress,
+                    ..BuildOptions::default()
+                };
+                let (idx, rep) = build::build_index(site, &model, &opts)?;
+                (ctx.evaluate(&idx, &MODES), cost_of_build(&rep))
+            };
+            ablation.push(Strategy { name: strategy.to_string(), cost, evals });
+        }
+    }
+    let comparisons = report::ablation_comparisons(&ablation);
+
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
+            let saved: SavedRuns = serde_json::from_str(&text).map_err(|e| EvalError::Invalid(format!("{}: {e}", path.display())))?;
+            if saved.format != score::RUNS_FORMAT {
+                return Err(EvalError::Invalid(format!("{}: format {:?}, expected {:?}", path.display(), saved.format, score::RUNS_FORMAT)));
+            }
+            Some(score::compare_with_baseline(&main.runs, &saved, &ks, &path.display().to_string()).map_err(EvalError::Invalid)?)
+        }
+        None => None,
+    };
+
+    let outcome = Outcome {
+        command: command_line(),
+        target: args.target.display().to_string(),
+        site: site.as_ref().map(|s| s.display().to_string()),
+        model: model_label,
+        ks: ks.clone(),
+        max_chunks,
+        index_cut,
+        main,
+        cost,
+        time,
+        sweep,
+        max_bluffs: args.max_bluffs,
+        chosen_cut,
+        ablation,
+        comparisons,
+        baseline,
+        warnings,
+    };
+    print!("{}", outcome.to_terminal());
+    write_outputs(&args, &outcome, &model)?;
+
+    if let (Some(k), Some(b)) = (args.fail_below_baseline, &outcome.baseline) {
+        let p = b.at.get(&k.to_string()).ok_or_else(|| EvalError::Invalid(format!("--fail-below-baseline {k}: {k} is not one of --k")))?;
+        if p.significantly_worse(0.05) {
+            return Err(EvalError::Regression { file: b.file.clone(), k, wins: p.wins, losses: p.losses, p: p.p });
+        }
+    }
+    Ok(())
+}
+
+/// What every configuration is scored on.
+struct Context<'a> {
+    questions: &'a [Question],
+    queries: &'a [Query],
+    vectors: &'a [Vec<f32>],
+    depth: usize,
+    max_chunks: usize,
+    ks: &'a [usize],
+}
+
+impl Context<'_> {
+    /// Searches every query in `index` with each mode and scores the rankings. What does not
+    /// depend on the mode (answering chunks, closest distances) is computed once.
+    fn evaluate(&self, index: &Index, modes: &[Mode]) -> Vec<Evaluation> {
+        let answering = answering_chunks(index, self.questions);
+        let closest: Vec<Option<f32>> = self
+            .queries
+            .iter()
+            .zip(self.vectors)
+            .map(|(q, v)| {
+                let dist = search::distances(index, v);
+                match q.question.and_then(|i| answering.get(i)) {
+                    Some(set) => set.iter().filter_map(|&c| dist.get(c).copied()).reduce(f32::min),
+                    None => dist.iter().copied().reduce(f32::min),
+                }
+            })
+            .collect();
+        let strategy = Some(index.header.settings.chunk.strategy.to_string());
+        modes
+            .iter()
+            .map(|&mode| {
+                let opts = SearchOptions { mode, k: self.depth, cut: None, max_chunks: self.max_chunks };
+                let runs: Vec<QueryRun> = self
+                    .queries
+                    .iter()
+                    .zip(self.vectors)
+                    .zip(&closest)
+                    .map(|((q, v), &closest)| {
+                        let result = search::search(index, &q.text, Some(v), &opts);
+                        let set = q.question.and_then(|i| answering.get(i));
+                        let answers = result.hits.iter().map(|h| set.is_some_and(|s| s.contains(&h.chunk))).collect();
+                        let destroyed = set.is_some_and(|s| s.is_empty());
+                        QueryRun { id: q.id.clone(), phrasing: q.phrasing, hits: result.hits, answers, destroyed, closest, timings: result.timings }
+                    })
+                    .collect();
+                Evaluation::new(strategy.clone(), mode, index.header.chunks.len(), runs, self.ks)
+            })
+            .collect()
+    }
+}
+
+/// Per question: the chunks whose quoted content contains its needle (the matching rule).
+fn answering_chunks(index: &Index, questions: &[Question]) -> Vec<Vec<usize>> {
+    let contents: Vec<String> = index.header.chunks.par_iter().map(|c| normalize_for_match(&c.content)).collect();
+    questions
+        .iter()
+        .map(|q| {
+            let needle = q.needle_norm();
+            contents.iter().enumerate().filter(|(_, c)| c.contains(&needle)).map(|(i, _)| i).collect()
+        })
+        .collect()
+}
+
+/// The site's pages as the builder extracts them (default options); pages that fail to
+/// extract are left out, as the index leaves them out.
+fn site_documents(site: &Path) -> Result<Vec<Document>, EvalError> {
+    let opts = ExtractOptions::default();
+    let discovered = extract::discover(site, &opts).map_err(needle_err)?;
+    let docs: Vec<Option<Document>> = discovered
+        .files
+        .par_iter()
+        .map(|src| {
+            let bytes = std::fs::read(&src.abs_path).ok()?;
+            match extract::extract_file(src, &bytes, &opts) {
+                Ok(Extracted::Page(doc)) => Some(doc),
+                _ => None,
+            }
+        })
+        .collect();
+    Ok(docs.into_iter().flatten().collect())
+}
+
+fn cost_of_build(r: &BuildReport) -> Cost {
+    Cost {
+        chunks: r.chunks,
+        embedded_tokens: r.embedded_tokens,
+        header_tokens: r.header_tokens,
+        split_for_window: Some(r.split_for_window),
+        build_seconds: Some(r.seconds),
+        build_ms_per_chunk: Some(r.ms_per_chunk()),
+        threads: Some(r.threads),
+    }
+}
+
+/// The token counts of an index read from disk, counted the way the builder counts them.
+fn cost_of_index(index: &Index, embedder: &Embedder) -> Result<Cost, EvalError> {
+    let mut cost = Cost { chunks: index.header.chunks.len(), ..Cost::default() };
+    for c in &index.header.chunks {
+        cost.embedded_tokens += embedder.token_count(&c.embedded_text()).map_err(needle_err)?;
+        if !c.header.is_empty() {
+            cost.header_tokens += embedder.token_count(&c.header).map_err(needle_err)?.saturating_sub(2);
+        }
+    }
+    Ok(cost)
+}
+
+/// The command as typed, with `needle` for the program, quoted for a POSIX shell.
+fn command_line() -> String {
+    let quote = |a: String| {
+        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,:@%+".contains(c)) {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    std::iter::once("needle".to_string()).chain(std::env::args().skip(1).map(quote)).collect::<Vec<_>>().join(" ")
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), EvalError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| EvalError::io(dir, e))?;
+    }
+    std::fs::write(path, text).map_err(|e| EvalError::io(path, e))
+}
+
+fn write_outputs(args: &EvalArgs, outcome: &Outcome, model: &LoadedModel) -> Result<(), EvalError> {
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&outcome.to_json()).map_err(|e| EvalError::Invalid(e.to_string()))?;
+        write_file(path, &(text + "\n"))?;
+    }
+    if let Some(path) = &args.report {
+        let stem = path.file_stem().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_else(|| "report".into());
+        let dir = path.parent().unwrap_or(Path::new("")).join(&stem);
+        for (name, svg) in outcome.plots().map_err(EvalError::Invalid)? {
+            write_file(&dir.join(name), &svg)?;
+        }
+        write_file(path, &outcome.to_markdown(&stem))?;
+    }
+    if let Some(path) = &args.save_runs {
+        let m = &outcome.main;
+        let config = BTreeMap::from([
+            ("target".to_string(), outcome.target.clone()),
+            ("strategy".to_string(), m.strategy.clone().unwrap_or_default()),
+            ("mode".to_string(), mode_name(m.mode).to_string()),
+            ("chunks".to_string(), m.chunks.to_string()),
+            ("model_sha256".to_string(), model.stamp.model_sha256.clone()),
+            ("command".to_string(), outcome.command.clone()),
+        ]);
+        let saved = SavedRuns::of(&m.runs, config);
+        let text = serde_json::to_string_pretty(&saved).map_err(|e| EvalError::Invalid(e.to_string()))?;
+        write_file(path, &(text + "\n"))?;
+    }
+    Ok(())
+}

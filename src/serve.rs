@@ -1,0 +1,280 @@
+//! `needle serve SITE`: a small static file server on 127.0.0.1 for previews and tests.
+//! Invariants: it never serves a file outside the root (no `..`, no symlink escape); `.wasm`
+//! goes out as `application/wasm` (streaming compilation needs it); content-hashed names are
+//! cached as immutable, everything else is revalidated; with `csp` every response carries a
+//! strict Content-Security-Policy that the widget and the engine must live with.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// The policy sent with `--csp`: no inline script, no eval; WebAssembly compilation allowed.
+pub const STRICT_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{root}: not a folder")]
+    NotAFolder { root: PathBuf },
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind { port: u16, source: std::io::Error },
+    #[error("accepting a connection: {0}")]
+    Accept(std::io::Error),
+}
+
+/// A bound server, not yet answering; `port()` is the real port (useful with port 0).
+pub struct Server {
+    listener: TcpListener,
+    root: PathBuf,
+    csp: bool,
+}
+
+impl Server {
+    pub fn bind(root: &Path, port: u16, csp: bool) -> Result<Server, ServeError> {
+        let root = root.canonicalize().ok().filter(|r| r.is_dir()).ok_or_else(|| ServeError::NotAFolder { root: root.to_path_buf() })?;
+        let listener = TcpListener::bind(("127.0.0.1", port)).map_err(|source| ServeError::Bind { port, source })?;
+        Ok(Server { listener, root, csp })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// Answers forever, one thread per connection.
+    pub fn run(self) -> Result<(), ServeError> {
+        for stream in self.listener.incoming() {
+            let stream = stream.map_err(ServeError::Accept)?;
+            let root = self.root.clone();
+            let csp = self.csp;
+            std::thread::spawn(move || {
+                let _ = handle(stream, &root, csp);
+            });
+        }
+        Ok(())
+    }
+
+    /// Answers on a background thread; returns the port.
+    pub fn spawn(self) -> u16 {
+        let port = self.port();
+        std::thread::spawn(move || self.run());
+        port
+    }
+}
+
+/// Serves `root` on 127.0.0.1:`port` until the process ends.
+pub fn serve(root: &Path, port: u16, csp: bool) -> Result<(), ServeError> {
+    let server = Server::bind(root, port, csp)?;
+    eprintln!("serving {} at http://127.0.0.1:{}/{}", server.root.display(), server.port(), if csp { " (strict CSP)" } else { "" });
+    server.run()
+}
+
+/// Binds and answers on a background thread; returns the bound port (pass 0 for any free one).
+pub fn serve_background(root: &Path, port: u16, csp: bool) -> Result<u16, ServeError> {
+    Ok(Server::bind(root, port, csp)?.spawn())
+}
+
+pub fn mime_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("html" | "htm") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("json" | "map") => "application/json",
+        Some("wasm") => "application/wasm",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("ico") => "image/x-icon",
+        Some("webp") => "image/webp",
+        Some("woff") => "font/woff",
+        Some("woff2") => "font/woff2",
+        Some("ttf") => "font/ttf",
+        Some("txt" | "md") => "text/plain; charset=utf-8",
+        Some("xml") => "application/xml",
+        _ => "application/octet-stream",
+    }
+}
+
+/// `name.0123456789abcdef.ext`: a content-hashed name (as the bundle writes), cacheable forever.
+pub fn is_hashed_name(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.split('.').any(|part| part.len() == 16 && part.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+}
+
+fn handle(mut stream: TcpStream, root: &Path, csp: bool) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let mut keep_alive = parts.next() == Some("HTTP/1.1");
+        let mut content_length = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h)? == 0 {
+                return Ok(());
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+                if k == "connection" {
+                    keep_alive = !v.eq_ignore_ascii_case("close");
+                } else if k == "content-length" {
+                    content_length = v.parse().unwrap_or(0);
+                }
+            }
+        }
+        if content_length > 0 {
+            std::io::copy(&mut (&mut reader).take(content_length as u64), &mut std::io::sink())?;
+        }
+        let response = respond(method, target, root, csp);
+        write_response(&mut stream, &response, method == "HEAD", keep_alive)?;
+        if !keep_alive {
+            let _ = stream.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+    }
+}
+
+struct Response {
+    status: &'static str,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+fn respond(method: &str, target: &str, root: &Path, csp: bool) -> Response {
+    let mut r = if method != "GET" && method != "HEAD" {
+        plain("405 Method Not Allowed", "only GET and HEAD")
+    } else {
+        match resolve(root, target) {
+            Some(path) => match std::fs::read(&path) {
+                Ok(body) => {
+                    let cache = if is_hashed_name(&path) { "public, max-age=31536000, immutable" } else { "no-cache" };
+                    let mut headers = vec![("Content-Type", mime_type(&path).to_string()), ("Cache-Control", cache.to_string())];
+                    // needle's service worker may control the whole site (offline visits).
+                    if path.file_name().is_some_and(|n| n == "needle-sw.js") {
+                        headers.push(("Service-Worker-Allowed", "/".to_string()));
+                    }
+                    Response { status: "200 OK", headers, body }
+                }
+                Err(_) => plain("404 Not Found", "not found"),
+            },
+            None => plain("404 Not Found", "not found"),
+        }
+    };
+    r.headers.push(("X-Content-Type-Options", "nosniff".into()));
+    if csp {
+        r.headers.push(("Content-Security-Policy", STRICT_CSP.into()));
+    }
+    r
+}
+
+fn plain(status: &'static str, text: &str) -> Response {
+    Response { status, headers: vec![("Content-Type", "text/plain; charset=utf-8".into())], body: format!("{text}\n").into_bytes() }
+}
+
+/// Maps a request target to a file under `root`: percent-decoded, query and fragment dropped,
+/// folders to their `index.html`; `None` for anything that would leave the root.
+fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
+    let path = target.split(['?', '#']).next().unwrap_or("");
+    let decoded = percent_decode(path)?;
+    let mut out = root.to_path_buf();
+    for comp in Path::new(decoded.trim_start_matches('/')).components() {
+        match comp {
+            Component::Normal(c) => out.push(c),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    if out.is_dir() {
+        out.push("index.html");
+    }
+    let real = out.canonicalize().ok()?;
+    (real.starts_with(root) && real.is_file()).then_some(real)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    let s = String::from_utf8(out).ok()?;
+    (!s.contains('\0')).then_some(s)
+}
+
+fn write_response(stream: &mut TcpStream, r: &Response, head: bool, keep_alive: bool) -> std::io::Result<()> {
+    let mut h = format!("HTTP/1.1 {}\r\nContent-Length: {}\r\n", r.status, r.body.len());
+    for (k, v) in &r.headers {
+        h.push_str(&format!("{k}: {v}\r\n"));
+    }
+    h.push_str(if keep_alive { "Connection: keep-alive\r\n\r\n" } else { "Connection: close\r\n\r\n" });
+    stream.write_all(h.as_bytes())?;
+    if !head {
+        stream.write_all(&r.body)?;
+    }
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(port: u16, path: &str) -> (String, Vec<u8>) {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).unwrap();
+        let split = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        (String::from_utf8_lossy(&buf[..split]).into_owned(), buf[split + 4..].to_vec())
+    }
+
+    #[test]
+    fn serves_files_with_their_types_and_never_leaves_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("site");
+        std::fs::create_dir_all(site.join("needle")).unwrap();
+        std::fs::write(site.join("index.html"), "<p>hi</p>").unwrap();
+        std::fs::write(site.join("needle/core.0123456789abcdef.wasm"), b"\0asm").unwrap();
+        std::fs::write(site.join("a b.txt"), "spaced").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "no").unwrap();
+        let port = serve_background(&site, 0, true).unwrap();
+
+        let (h, body) = get(port, "/");
+        assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+        assert!(h.contains("text/html") && h.contains("Cache-Control: no-cache"));
+        assert!(h.contains("script-src 'self' 'wasm-unsafe-eval'"));
+        assert_eq!(body, b"<p>hi</p>");
+
+        let (h, body) = get(port, "/needle/core.0123456789abcdef.wasm?v=1");
+        assert!(h.contains("Content-Type: application/wasm") && h.contains("immutable"), "{h}");
+        assert_eq!(body, b"\0asm");
+        assert_eq!(get(port, "/a%20b.txt").1, b"spaced");
+
+        for bad in ["/../secret.txt", "/needle/../../secret.txt", "/%2e%2e/secret.txt", "/nope.html"] {
+            assert!(get(port, bad).0.starts_with("HTTP/1.1 404"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hashed_names_are_recognised() {
+        assert!(is_hashed_name(Path::new("needle_core.0123456789abcdef.wasm")));
+        assert!(!is_hashed_name(Path::new("needle.js")));
+        assert!(!is_hashed_name(Path::new("widget.js")));
+    }
+}

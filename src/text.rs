@@ -1,0 +1,107 @@
+//! Offsets into canonical text. The unit of `from`/`to` everywhere in needle is the UTF-16 code
+//! unit, because that is what the browser's DOM and `String.prototype` count in; Rust strings
+//! are sliced by byte, so every conversion goes through this module.
+
+/// UTF-16 length of a string.
+pub fn utf16_len(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
+/// Converts a byte offset (which must lie on a char boundary) into a UTF-16 offset.
+pub fn byte_to_utf16(s: &str, byte: usize) -> Option<usize> {
+    if !s.is_char_boundary(byte) {
+        return None;
+    }
+    Some(utf16_len(&s[..byte]))
+}
+
+/// Converts a UTF-16 offset into a byte offset; `None` if it falls inside a surrogate pair or
+/// beyond the end.
+pub fn utf16_to_byte(s: &str, unit: usize) -> Option<usize> {
+    let mut units = 0usize;
+    for (b, c) in s.char_indices() {
+        if units == unit {
+            return Some(b);
+        }
+        units += c.len_utf16();
+        if units > unit {
+            return None;
+        }
+    }
+    (units == unit).then_some(s.len())
+}
+
+/// `s[from..to]` with UTF-16 offsets.
+pub fn slice_utf16(s: &str, from: usize, to: usize) -> Option<&str> {
+    let a = utf16_to_byte(s, from)?;
+    let b = utf16_to_byte(s, to)?;
+    s.get(a..b)
+}
+
+/// Lowercases and collapses every whitespace run to one space (the matching rule of the
+/// question sets).
+pub fn normalize_for_match(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&w.to_lowercase());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_offsets_count_surrogate_pairs_twice() {
+        let s = "a日🦀é";
+        assert_eq!(utf16_len(s), 1 + 1 + 2 + 1);
+        assert_eq!(byte_to_utf16(s, 4), Some(2));
+        assert_eq!(utf16_to_byte(s, 4), Some(8));
+        assert_eq!(utf16_to_byte(s, 3), None, "inside the crab's surrogate pair");
+        assert_eq!(slice_utf16(s, 2, 5), Some("🦀é"));
+        assert_eq!(slice_utf16(s, 0, 6), None);
+    }
+
+    #[test]
+    fn match_normalisation_collapses_and_lowercases() {
+        assert_eq!(normalize_for_match("  The\n\tQuick  FOX "), "the quick fox");
+    }
+}
+
+/// A page reduced to its canonical text (see `extract` for the rule that produces it; the
+/// browser rebuilds the same string from the rendered DOM).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// Path relative to the site root, `/`-separated (`arc-mutex/arc.html`).
+    pub path: String,
+    pub title: String,
+    /// The canonical text: what `#char=from,to` counts in.
+    pub text: String,
+    /// Blocks in document order; byte ranges into `text`, non-overlapping, separated only by
+    /// the blank-line separators of the canonical text.
+    pub blocks: Vec<Block>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// Byte offsets into `Document::text`.
+    pub start: usize,
+    pub end: usize,
+    pub kind: BlockKind,
+    /// Section path at this block: the texts of the enclosing h1 > h2 > h3 … headings (for a
+    /// heading block, including itself).
+    pub section: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    Heading(u8),
+    /// Paragraphs, list items, table cells, quotes: prose whose whitespace was collapsed.
+    Text,
+    /// `<pre>` content, kept verbatim.
+    Code,
+}

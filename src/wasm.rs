@@ -1,0 +1,291 @@
+//! The browser's entry point: a thin wasm-bindgen layer over the same `index`, `search`,
+//! `embed` and `cite` functions the CLI calls. It does no I/O: JavaScript fetches the index,
+//! model and tokenizer bytes and hands them over (lexical search works as soon as the index
+//! is in; hybrid once the model is).
+//! Invariants: a model whose sha256 differs from the index's stamp is refused; results cross
+//! into JavaScript as JSON text (one `JSON.parse`, no second serialiser in the binary, and an
+//! unknown distance becomes `null`).
+
+use crate::cite::{build_prompt, char_url, citations};
+use crate::embed::{Embedder, DIM, MODEL_NAME};
+use crate::index::{sha256_hex, Index, ModelStamp};
+use crate::search::{now_ms, search, Hit, Mode, SearchOptions, SearchResult, Timings};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** One hit of the ungated ranking, as `needle search` prints it. */
+export interface NeedleHit {
+  /** Chunk number in the index. */
+  chunk: number;
+  /** Page path relative to the site root. */
+  page: string;
+  /** `page#char=from,to`, relative to the site root. */
+  url: string;
+  title: string;
+  section: string;
+  /** UTF-16 offsets into the page's canonical text. */
+  from: number;
+  to: number;
+  content: string;
+  /** Cosine distance; null while the model is not loaded. */
+  distance: number | null;
+  /** 1-based. */
+  rank: number;
+}
+export interface NeedleResult {
+  hits: NeedleHit[];
+  /** Indices into `hits` kept by the gate; [] = NO ANSWER. */
+  answer: number[];
+  mode: "bm25" | "dense" | "hybrid";
+  cut: number;
+  timings: { embed: number; bm25: number; dense: number; fuse: number };
+}
+export interface NeedlePage {
+  path: string;
+  title: string;
+  contentHash: string;
+  textLen: number;
+  chunks: number;
+}
+"#;
+
+#[wasm_bindgen(start)]
+fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// A loaded index, and later the model that embeds queries for it.
+#[wasm_bindgen]
+pub struct Engine {
+    index: Index,
+    file: String,
+    embedder: Option<Embedder>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct JsHit {
+    chunk: usize,
+    page: String,
+    url: String,
+    title: String,
+    section: String,
+    from: usize,
+    to: usize,
+    content: String,
+    distance: Option<f32>,
+    rank: usize,
+}
+
+#[derive(Serialize)]
+struct JsResult<'a> {
+    hits: Vec<JsHit>,
+    answer: &'a [usize],
+    mode: Mode,
+    cut: f32,
+    timings: &'a Timings,
+}
+
+/// What `prompt` needs back from a result: which chunks, at what distance, which kept.
+#[derive(Deserialize)]
+struct JsResultIn {
+    hits: Vec<JsHitIn>,
+    answer: Vec<usize>,
+    mode: Mode,
+    cut: f32,
+}
+
+#[derive(Deserialize)]
+struct JsHitIn {
+    chunk: usize,
+    distance: Option<f32>,
+    rank: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsPage<'a> {
+    path: &'a str,
+    title: &'a str,
+    content_hash: &'a str,
+    text_len: u32,
+    chunks: u32,
+}
+
+fn err(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// Opens an index from its bytes (`index.needle`); `file` names it in error messages.
+    #[wasm_bindgen(constructor)]
+    pub fn new(index_bytes: &[u8], file: Option<String>) -> Result<Engine, JsError> {
+        let file = file.unwrap_or_else(|| crate::index::INDEX_FILE.to_string());
+        let index = Index::from_bytes(index_bytes, &file).map_err(err)?;
+        Ok(Engine { index, file, embedder: None })
+    }
+
+    /// Hands over the model (the ONNX file the index was built with) and `tokenizer.json`.
+    /// Refuses a model or tokenizer whose sha256 differs from the index's stamp.
+    #[wasm_bindgen(js_name = loadModel)]
+    pub fn load_model(&mut self, model: &[u8], tokenizer: &[u8]) -> Result<(), JsError> {
+        let given = ModelStamp {
+            name: MODEL_NAME.into(),
+            dim: DIM as u32,
+            model_sha256: sha256_hex(model),
+            tokenizer_sha256: sha256_hex(tokenizer),
+        };
+        self.index.check_model(&given, &self.file).map_err(err)?;
+        self.embedder = Some(Embedder::from_bytes(model, tokenizer).map_err(err)?);
+        Ok(())
+    }
+
+    /// True once hybrid search is available.
+    #[wasm_bindgen(getter, js_name = hasModel)]
+    pub fn has_model(&self) -> bool {
+        self.embedder.is_some()
+    }
+
+    /// Searches; returns a `NeedleResult` as JSON text. `mode` is "bm25", "dense" or "hybrid";
+    /// without the model every mode falls back to BM25 and nothing passes the gate. `cut` and
+    /// `max_chunks` default to the index's settings.
+    pub fn search(&self, query: &str, k: usize, mode: &str, cut: Option<f32>, max_chunks: Option<u32>) -> Result<String, JsError> {
+        let mode = parse_mode(mode)?;
+        let opts = SearchOptions {
+            mode,
+            k,
+            cut,
+            max_chunks: max_chunks.unwrap_or(self.index.header.settings.max_chunks) as usize,
+        };
+        let t = now_ms();
+        let vector = match &self.embedder {
+            Some(e) => Some(e.embed(query).map_err(err)?),
+            None => None,
+        };
+        let embed_ms = if vector.is_some() { now_ms() - t } else { 0.0 };
+        let mut result = search(&self.index, query, vector.as_deref(), &opts);
+        result.timings.embed = embed_ms;
+        self.to_json(&result)
+    }
+
+    /// The prompt for any LLM, with numbered sources — what the CLI's `--prompt` prints.
+    /// `result` is the JSON text (or `JSON.stringify`) of a `NeedleResult` from `search`; the
+    /// quotes are taken from the index, not from the caller.
+    pub fn prompt(&self, question: &str, result_json: &str) -> Result<String, JsError> {
+        let r: JsResultIn = serde_json::from_str(result_json).map_err(|e| err(format!("prompt: not a search result: {e}")))?;
+        let mut hits = Vec::with_capacity(r.hits.len());
+        for h in &r.hits {
+            let hit = self.hit(h.chunk, h.distance.unwrap_or(f32::NAN), h.rank).ok_or_else(|| err(format!("prompt: chunk {} is not in this index", h.chunk)))?;
+            hits.push(hit);
+        }
+        let result = SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, timings: Timings::default() };
+        Ok(build_prompt(question, &citations(&self.index, &result)))
+    }
+
+    /// The pages of the index (`NeedlePage[]` as JSON text): what the landing highlight checks
+    /// a page against.
+    pub fn pages(&self) -> Result<String, JsError> {
+        let pages: Vec<JsPage> = self
+            .index
+            .header
+            .pages
+            .iter()
+            .map(|p| JsPage { path: &p.path, title: &p.title, content_hash: &p.content_hash, text_len: p.text_len, chunks: p.chunk_count })
+            .collect();
+        serde_json::to_string(&pages).map_err(err)
+    }
+
+    /// The quoted text of the chunk of `page` that spans exactly `from..to`, if any: lets the
+    /// landing highlight find a quote by text on a page that changed since indexing.
+    pub fn quote(&self, page: &str, from: u32, to: u32) -> Option<String> {
+        let p = self.index.header.pages.iter().position(|e| e.path == page)? as u32;
+        self.index.header.chunks.iter().find(|c| c.page == p && c.from == from && c.to == to).map(|c| c.content.clone())
+    }
+
+    /// The chunks of `page` as JSON text: `[{ from, to, section, content }]` in index order.
+    #[wasm_bindgen(js_name = chunksOf)]
+    pub fn chunks_of(&self, page: &str) -> Result<String, JsError> {
+        #[derive(Serialize)]
+        struct C<'a> {
+            from: u32,
+            to: u32,
+            section: &'a str,
+            content: &'a str,
+        }
+        let p = self.index.header.pages.iter().position(|e| e.path == page).map(|p| p as u32);
+        let list: Vec<C> = self
+            .index
+            .header
+            .chunks
+            .iter()
+            .filter(|c| Some(c.page) == p)
+            .map(|c| C { from: c.from, to: c.to, section: &c.section, content: &c.content })
+            .collect();
+        serde_json::to_string(&list).map_err(err)
+    }
+
+    /// Number of chunks in the index.
+    #[wasm_bindgen(getter)]
+    pub fn chunks(&self) -> usize {
+        self.index.header.chunks.len()
+    }
+
+    /// Word-pieces the model sees for `text` ([CLS]/[SEP] included): for benchmarks.
+    #[wasm_bindgen(js_name = tokenCount)]
+    pub fn token_count(&self, text: &str) -> Result<usize, JsError> {
+        self.embedder.as_ref().ok_or_else(|| err("the model is not loaded"))?.token_count(text).map_err(err)
+    }
+
+    /// The token ids the model sees for `text` (for the onnxruntime-web comparison).
+    pub fn tokenize(&self, text: &str) -> Result<Vec<i64>, JsError> {
+        self.embedder.as_ref().ok_or_else(|| err("the model is not loaded"))?.tokenize(text).map_err(err)
+    }
+
+    /// The query embedding alone: for benchmarks and the native-vs-browser comparison.
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>, JsError> {
+        self.embedder.as_ref().ok_or_else(|| err("the model is not loaded"))?.embed(text).map_err(err)
+    }
+}
+
+impl Engine {
+    fn hit(&self, chunk: usize, distance: f32, rank: usize) -> Option<Hit> {
+        let c = self.index.header.chunks.get(chunk)?;
+        let page = self.index.header.pages.get(c.page as usize)?;
+        Some(Hit { chunk, page: page.path.clone(), from: c.from as usize, to: c.to as usize, content: c.content.clone(), distance, rank })
+    }
+
+    fn to_json(&self, r: &SearchResult) -> Result<String, JsError> {
+        let hits = r
+            .hits
+            .iter()
+            .map(|h| {
+                let chunk = self.index.header.chunks.get(h.chunk);
+                let title = chunk.and_then(|c| self.index.header.pages.get(c.page as usize)).map(|p| p.title.clone()).unwrap_or_default();
+                JsHit {
+                    chunk: h.chunk,
+                    url: char_url(&h.page, h.from, h.to),
+                    page: h.page.clone(),
+                    title,
+                    section: chunk.map(|c| c.section.clone()).unwrap_or_default(),
+                    from: h.from,
+                    to: h.to,
+                    content: h.content.clone(),
+                    distance: h.distance.is_finite().then_some(h.distance),
+                    rank: h.rank,
+                }
+            })
+            .collect();
+        serde_json::to_string(&JsResult { hits, answer: &r.answer, mode: r.mode, cut: r.cut, timings: &r.timings }).map_err(err)
+    }
+}
+
+fn parse_mode(mode: &str) -> Result<Mode, JsError> {
+    match mode {
+        "bm25" => Ok(Mode::Bm25),
+        "dense" => Ok(Mode::Dense),
+        "hybrid" | "" => Ok(Mode::Hybrid),
+        other => Err(err(format!("unknown mode {other:?}: use bm25, dense or hybrid"))),
+    }
+}

@@ -1,0 +1,92 @@
+// The browser engine answers exactly like the native CLI on the fixture corpus.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { fixtureSite, launch, nativePrompt, nativeSearch, ood, primeNative, qrels, serve } from "./helpers.mjs";
+
+describe("in Chromium, needle answers like native `needle search`", () => {
+  let server, browser, page, bundle;
+  const queries = [];
+
+  before(async () => {
+    ({ bundle } = fixtureSite());
+    for (const q of qrels()) queries.push({ id: `${q.id}/doc`, q: q.q_doc, ood: false }, { id: `${q.id}/ticket`, q: q.q_ticket, ood: false });
+    for (const q of ood()) queries.push({ id: q.id, q: q.query, ood: true });
+    primeNative(bundle, queries.map((q) => q.q), { k: 20 });
+    server = await serve(fixtureSite().site, { csp: true });
+    browser = await launch();
+    page = await (await browser.newContext({ serviceWorkers: "block" })).newPage();
+    page.on("console", (m) => m.type() === "error" && /needle/i.test(m.text()) && console.error("[page]", m.text()));
+    await page.goto(server.url + "index.html");
+    await page.evaluate(async () => {
+      const { open } = await import("/needle/needle.js");
+      window.engine = await open("/needle/");
+      await window.engine.ready;
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  it("returns the same top-20 pages, offsets, quotes and distances (1e-3) for every fixture query", async () => {
+    const results = await page.evaluate(async (qs) => {
+      const out = [];
+      for (const q of qs) out.push(await window.engine.search(q, { k: 20, mode: "hybrid" }));
+      return out;
+    }, queries.map((q) => q.q));
+    let mismatches = [];
+    queries.forEach((q, i) => {
+      const web = results[i];
+      const nat = nativeSearch(bundle, q.q, { k: 20 });
+      assert.equal(web.mode, "hybrid", q.id);
+      const w = web.hits.map((h) => `${h.page}#${h.from},${h.to}`);
+      const n = nat.hits.map((h) => `${h.page}#${h.from},${h.to}`);
+      if (JSON.stringify(w) !== JSON.stringify(n)) mismatches.push(`${q.id}: browser ${w.slice(0, 5)} … native ${n.slice(0, 5)} …`);
+      web.hits.forEach((h, j) => {
+        const m = nat.hits[j];
+        if (!m || m.page !== h.page) return;
+        assert.equal(h.content, m.content, `${q.id} hit ${j}: quote`);
+        assert.ok(Math.abs(h.distance - m.distance) < 1e-3, `${q.id} hit ${j}: distance ${h.distance} vs ${m.distance}`);
+      });
+    });
+    assert.deepEqual(mismatches, [], "rankings differ");
+  });
+
+  it("makes the same NO ANSWER decisions (and keeps the same chunks) as native", async () => {
+    const results = await page.evaluate(async (qs) => {
+      const out = [];
+      for (const q of qs) out.push(await window.engine.search(q, { k: 20, mode: "hybrid" }));
+      return out;
+    }, queries.map((q) => q.q));
+    const decisions = { web: [], native: [] };
+    queries.forEach((q, i) => {
+      const nat = nativeSearch(bundle, q.q, { k: 20 });
+      decisions.web.push(`${q.id}: ${results[i].answer.length ? results[i].answer.join(",") : "NO ANSWER"}`);
+      decisions.native.push(`${q.id}: ${nat.answer.length ? nat.answer.join(",") : "NO ANSWER"}`);
+    });
+    assert.deepEqual(decisions.web, decisions.native);
+  });
+
+  it("answers lexically, and nothing passes the gate, when asked before the model (bm25 mode)", async () => {
+    const r = await page.evaluate(async () => {
+      const { open } = await import("/needle/needle.js");
+      const lexical = await open("/needle/", { model: false });
+      await lexical.lexical;
+      const r = await lexical.search("mutex poisoning", { k: 5 });
+      lexical.close();
+      return r;
+    });
+    assert.equal(r.mode, "bm25");
+    assert.ok(r.hits.length > 0);
+    assert.deepEqual(r.answer, []);
+    assert.ok(r.hits.every((h) => h.distance === null));
+  });
+
+  it("builds the same prompt as the CLI's --prompt", async () => {
+    const q = qrels()[0].q_doc;
+    const prompt = await page.evaluate(async (q) => window.engine.prompt(q, await window.engine.search(q, { k: 20 })), q);
+    assert.equal(prompt, nativePrompt(bundle, q));
+    assert.match(prompt, /^Answer using ONLY the numbered sources below/);
+    assert.match(prompt, /\[1\] /);
+  });
+});

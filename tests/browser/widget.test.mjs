@@ -1,0 +1,236 @@
+// <needle-search> and the landing highlight, in Chromium, on the fixture site served by
+// `needle serve --csp` (so the widget must live with a strict Content-Security-Policy).
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { WIDGET_ELEMENT, WIDGET_SNIPPET, artifact, fixtureSite, launch, launchPersistent, ood, qrels, serve, squash } from "./helpers.mjs";
+
+const box = "needle-search input";
+
+async function ask(page, q) {
+  await page.fill(box, q);
+  await page.press(box, "Enter");
+  await page.waitForFunction(
+    (q) => {
+      const r = document.querySelector("needle-search").lastResult;
+      return r && r.query === q;
+    },
+    q,
+  );
+  return page.evaluate(() => document.querySelector("needle-search").lastResult);
+}
+
+async function engineReady(page) {
+  await page.evaluate(async () => {
+    const engine = await document.querySelector("needle-search").engine;
+    await engine.ready;
+  });
+}
+
+describe("the widget", () => {
+  let server, browser, site;
+  before(async () => {
+    ({ site } = fixtureSite());
+    server = await serve(site, { csp: true });
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  async function newPage() {
+    // Service workers would take requests out of playwright's routing; the offline test below has its own.
+    const ctx = await browser.newContext({ serviceWorkers: "block" });
+    return ctx.newPage();
+  }
+
+  it("shows lexical results while the model download is held back, and hybrid ones after it completes", async () => {
+    const page = await newPage();
+    let release;
+    const held = new Promise((r) => (release = r));
+    await page.route(/\/needle\/model\.[0-9a-f]{16}\.onnx$/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(server.url + "index.html");
+    const q = qrels()[2].q_doc;
+    const lexical = await ask(page, q);
+    assert.equal(lexical.mode, "bm25");
+    assert.ok(lexical.hits.length > 0, "keyword hits while the model is held");
+    assert.equal(await page.locator("needle-search .panel").getAttribute("data-state"), "lexical");
+    assert.ok(await page.locator("needle-search [role=option]").count() > 0);
+    assert.equal(await page.locator("needle-search [role=progressbar]").isVisible(), true, "model progress is shown");
+    release();
+    await engineReady(page);
+    await page.waitForFunction(() => document.querySelector("needle-search").lastResult?.mode === "hybrid");
+    const hybrid = await page.evaluate(() => document.querySelector("needle-search").lastResult);
+    assert.equal(hybrid.query, q);
+    assert.ok(hybrid.answer.length > 0, "the fixture question is answered once hybrid");
+    assert.equal(await page.locator("needle-search .panel").getAttribute("data-state"), "answer");
+    await page.close();
+  });
+
+  it("says NO ANSWER with lexical suggestions for an out-of-domain question", async () => {
+    const page = await newPage();
+    await page.goto(server.url + "index.html");
+    await page.focus(box);
+    await engineReady(page);
+    const offTopic = ood().find((q) => q.kind !== "adjacent") ?? ood()[0];
+    const r = await ask(page, offTopic.query);
+    assert.deepEqual(r.answer, []);
+    assert.equal(await page.locator("needle-search .panel").getAttribute("data-state"), "no-answer");
+    assert.equal(await page.locator("needle-search .notice").textContent(), "The docs don't answer this.");
+    assert.ok(await page.locator("needle-search li.suggestion a").count() > 0, "nearest pages offered");
+    await page.screenshot({ path: artifact("widget-no-answer.png") });
+    await page.close();
+  });
+
+  it("is a combobox with a listbox, navigable by keyboard", async () => {
+    const page = await newPage();
+    await page.goto(server.url + "index.html");
+    await page.focus(box);
+    await engineReady(page);
+    await ask(page, qrels()[5].q_doc);
+    const input = page.locator(box);
+    assert.equal(await input.getAttribute("role"), "combobox");
+    assert.equal(await input.getAttribute("aria-expanded"), "true");
+    const listId = await input.getAttribute("aria-controls");
+    assert.equal(await page.locator(`needle-search #${listId}`).getAttribute("role"), "listbox");
+    await page.keyboard.press("ArrowDown");
+    const active = await input.getAttribute("aria-activedescendant");
+    assert.ok(active);
+    assert.equal(await page.locator(`needle-search #${active}`).getAttribute("aria-selected"), "true");
+    await page.keyboard.press("ArrowDown");
+    assert.notEqual(await input.getAttribute("aria-activedescendant"), active);
+    await page.keyboard.press("ArrowUp");
+    assert.equal(await input.getAttribute("aria-activedescendant"), active);
+    const href = await page.locator(`needle-search #${active} a`).getAttribute("href");
+    await Promise.all([page.waitForURL(href), page.keyboard.press("Enter")]);
+    await page.keyboard.press("Escape");
+    await page.close();
+  });
+
+  it("lands every fixture question's first result on a <mark> equal to the quote, scrolled into view", async () => {
+    const page = await newPage();
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await page.goto(server.url + "index.html");
+    await page.focus(box);
+    await engineReady(page);
+    const failures = [];
+    for (const q of qrels()) {
+      if (!page.url().endsWith("index.html")) await page.goto(server.url + "index.html");
+      await page.focus(box);
+      await engineReady(page);
+      const r = await ask(page, q.q_doc);
+      const first = r.answer.length ? r.hits[r.answer[0]] : r.hits[0];
+      const option = page.locator("needle-search [role=option] a").first();
+      assert.equal(await option.getAttribute("href"), first.url);
+      await Promise.all([page.waitForURL(first.url), option.click()]);
+      const landed = await page
+        .waitForFunction(() => document.querySelectorAll("mark.needle-mark").length > 0, null, { timeout: 15000 })
+        .then(() => true, () => false);
+      if (!landed) {
+        failures.push(`${q.id}: no <mark> on ${first.url}`);
+        continue;
+      }
+      const got = await page.evaluate(() => {
+        const marks = [...document.querySelectorAll("mark.needle-mark")];
+        const r = marks[0].getBoundingClientRect();
+        return { text: marks.map((m) => m.textContent).join(""), inView: r.bottom > 0 && r.top < innerHeight };
+      });
+      if (squash(got.text) !== squash(first.content)) failures.push(`${q.id}: mark ${JSON.stringify(got.text.slice(0, 80))} ≠ quote ${JSON.stringify(first.content.slice(0, 80))}`);
+      if (!got.inView) failures.push(`${q.id}: the mark is not scrolled into view`);
+      await page.screenshot({ path: artifact(`highlight-${q.id}.png`) });
+    }
+    assert.deepEqual(failures, []);
+    await page.close();
+  });
+
+  it("finds the quote by text, and says so, when the page changed since indexing; never marks a wrong range", async () => {
+    const page = await newPage();
+    const logs = [];
+    page.on("console", (m) => logs.push(m.text()));
+    // The same page with a sentence inserted before the content: offsets shift, the hash differs.
+    await page.route(/\/working-with-unsafe\.html$/, async (route) => {
+      const res = await route.fetch();
+      const body = (await res.text()).replace(/<main>/i, "<main><p>An edit made after indexing shifts every offset.</p>");
+      await route.fulfill({ response: res, body });
+    });
+    const q = qrels().find((x) => x.page === "working-with-unsafe.html");
+    await page.goto(server.url + "index.html");
+    await page.focus(box);
+    await engineReady(page);
+    const r = await ask(page, q.q_doc);
+    const hit = r.hits.find((h) => h.page === q.page);
+    assert.ok(hit, "the question finds its page");
+    await page.goto(hit.url);
+    await page.waitForFunction(() => document.querySelectorAll("mark.needle-mark").length > 0, null, { timeout: 15000 });
+    const text = await page.evaluate(() => [...document.querySelectorAll("mark.needle-mark")].map((m) => m.textContent).join(""));
+    assert.equal(squash(text), squash(hit.content));
+    assert.ok(logs.some((l) => /changed since it was indexed/.test(l) && /found by its text/.test(l)), logs.join("\n"));
+
+    // A range whose quote is gone: nothing is marked.
+    await page.route(/\/working-with-unsafe\.html$/, async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, body: "<html><body><main><p>Rewritten entirely.</p></main></body></html>".replace("<body>", '<body><script type="module" src="/needle/widget.js"></script>') });
+    });
+    await page.goto(server.url + "index.html");
+    await page.goto(hit.url);
+    await page.waitForFunction(() => window.__needleHighlight !== undefined || document.readyState === "complete");
+    await page.waitForTimeout(1500);
+    assert.equal(await page.locator("mark.needle-mark").count(), 0);
+    await page.close();
+  });
+
+  it("works under needle serve --csp with no console error (a bare page: the widget, the worker, the wasm)", async () => {
+    // The fixture's own pages carry inline scripts that the strict policy refuses; this page
+    // has nothing but needle's two lines.
+    writeFileSync(join(site, "csp-check.html"), `<!doctype html><html><head><title>CSP</title><link rel="icon" href="data:,">${WIDGET_SNIPPET}</head><body><main>${WIDGET_ELEMENT.replace(" offline", "")}<p>Nothing else.</p></main></body></html>`);
+    const ctx = await browser.newContext({ serviceWorkers: "block" });
+    const page = await ctx.newPage();
+    const errors = [];
+    page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(server.url + "csp-check.html");
+    await page.focus(box);
+    await engineReady(page);
+    const r = await ask(page, qrels()[1].q_doc);
+    assert.equal(r.mode, "hybrid");
+    const headers = (await page.request.get(server.url + "csp-check.html")).headers();
+    assert.match(headers["content-security-policy"], /script-src 'self' 'wasm-unsafe-eval'/);
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  });
+});
+
+describe("offline", () => {
+  it("a reload with the network off still answers (service worker + Cache API)", async () => {
+    const { site } = fixtureSite();
+    const server = await serve(site);
+    const dir = mkdtempSync(join(tmpdir(), "needle-offline-"));
+    const ctx = await launchPersistent(dir);
+    try {
+      const page = await ctx.newPage();
+      await page.goto(server.url + "index.html");
+      await page.focus(box);
+      await engineReady(page);
+      const online = await ask(page, qrels()[0].q_doc);
+      assert.equal(online.mode, "hybrid");
+      assert.equal(await page.evaluate(() => document.querySelector("needle-search").offline), true, "service worker registered");
+      await ctx.setOffline(true);
+      await page.reload();
+      await page.focus(box);
+      await engineReady(page);
+      const offline = await ask(page, qrels()[0].q_doc);
+      assert.equal(offline.mode, "hybrid");
+      assert.deepEqual(offline.hits.map((h) => h.url), online.hits.map((h) => h.url));
+    } finally {
+      await ctx.close();
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,89 @@
+// Types of needle.js, the API of the npm package `needle-search`.
+
+export interface NeedleHit {
+  /** Chunk number in the index. */
+  chunk: number;
+  /** Page path relative to the site root (as `needle search` prints it). */
+  page: string;
+  /** Absolute link to the cited range: `…/page#char=from,to`. */
+  url: string;
+  title: string;
+  section: string;
+  /** UTF-16 offsets into the page's canonical text. */
+  from: number;
+  to: number;
+  /** The quoted text. */
+  content: string;
+  /** Cosine distance to the query; null while the model is not loaded. */
+  distance: number | null;
+  /** 1-based rank in the mode's ranking. */
+  rank: number;
+}
+
+export interface NeedleResult {
+  query: string;
+  /** Top k of the ungated ranking. */
+  hits: NeedleHit[];
+  /** Indices into `hits` kept by the gate; [] means NO ANSWER. */
+  answer: number[];
+  /** The mode actually used ("bm25" while the model is still loading). */
+  mode: "bm25" | "dense" | "hybrid";
+  cut: number;
+  /** Milliseconds, measured inside the engine. */
+  timings: { embed: number; bm25: number; dense: number; fuse: number };
+}
+
+export interface NeedleProgress {
+  /** "wasm" | "index" | "model" | "tokenizer" while downloading. */
+  file?: string;
+  /** "lexical" once lexical search works, "ready" once hybrid does. */
+  phase?: "lexical" | "ready";
+  loaded?: number;
+  total?: number;
+  done: boolean;
+}
+
+export interface OpenOptions {
+  onProgress?: (p: NeedleProgress) => void;
+  /** Run the engine in a Web Worker (default in browsers) or in this thread (default in Node). */
+  worker?: boolean;
+  /** Keep the bundle's files in the Cache API for offline visits (default true). */
+  cache?: boolean;
+  /** Load the model (default true); false keeps the engine lexical-only. */
+  model?: boolean;
+}
+
+export interface SearchOptions {
+  k?: number;
+  mode?: "bm25" | "dense" | "hybrid";
+  /** Cosine-distance cut of the gate; default: the index's. */
+  cut?: number | null;
+  /** At most this many hits pass the gate; default: the index's. */
+  maxChunks?: number | null;
+}
+
+export interface NeedlePage {
+  path: string;
+  title: string;
+  contentHash: string;
+  textLen: number;
+  chunks: number;
+}
+
+export interface Engine {
+  /** Resolves once hybrid search is available; rejects if the model cannot be loaded. */
+  readonly ready: Promise<void>;
+  /** Resolves once lexical search is available. */
+  readonly lexical: Promise<void>;
+  readonly manifest: Record<string, unknown>;
+  search(query: string, options?: SearchOptions): Promise<NeedleResult>;
+  /** The prompt text with numbered sources, as the CLI's `--prompt` prints it. */
+  prompt(question: string, result: NeedleResult): Promise<string>;
+  pages(): Promise<NeedlePage[]>;
+  quote(page: string, from: number, to: number): Promise<string | null>;
+  embed(text: string): Promise<number[]>;
+  close(): void;
+}
+
+/** Opens the bundle at `base` (its URL; in Node also a folder path). */
+export function open(base: string | URL, options?: OpenOptions): Promise<Engine>;

@@ -1,0 +1,402 @@
+// needle.js: the browser (and Node) API of needle.
+//
+//   import { open } from "/needle/needle.js";
+//   const engine = await open("/needle/", { onProgress });
+//   const r = await engine.search("how do I …", { k: 4, mode: "hybrid" });
+//   await engine.ready;            // hybrid search available
+//   await engine.prompt(question, r);
+//
+// The engine is needle's Rust code compiled to WebAssembly; it runs in a Web Worker (in Node,
+// or with { worker: false }, in the calling thread). This file only moves bytes: it reads
+// `manifest.json`, fetches the hashed files it names (through the Cache API, so a second visit
+// needs no network), and hands them to the engine. Lexical search answers as soon as the index
+// is in; hybrid once the model is.
+
+const CACHE_NAME = "needle-v1";
+const isNode = typeof process !== "undefined" && !!process.versions?.node && typeof window === "undefined";
+
+/** Opens the bundle at `base` (a URL; in Node also a folder path). */
+export async function open(base, options = {}) {
+  const baseUrl = await resolveBase(base);
+  const useWorker = options.worker ?? (typeof Worker !== "undefined" && !isNode);
+  const manifest = await loadManifest(baseUrl, options);
+  const siteRoot = new URL(manifest.siteRoot ?? "../", baseUrl);
+  const backend = useWorker ? workerBackend(baseUrl, manifest, options) : localBackend(baseUrl, manifest, options);
+  return new Engine(backend, siteRoot, manifest);
+}
+
+class Engine {
+  #backend;
+  #siteRoot;
+  constructor(backend, siteRoot, manifest) {
+    this.#backend = backend;
+    this.#siteRoot = siteRoot;
+    this.manifest = manifest;
+    /** Resolves once hybrid search is available (the model is loaded); rejects if it fails. */
+    this.ready = backend.ready;
+    /** Resolves once lexical search is available (the index is loaded). */
+    this.lexical = backend.lexical;
+    // A failed model is reported through `ready` and onProgress; search stays lexical.
+    this.ready.catch(() => {});
+  }
+
+  /**
+   * Searches. `mode` is "bm25", "dense" or "hybrid"; while the model is loading every mode is
+   * answered lexically (`r.mode === "bm25"`, `r.answer` empty).
+   */
+  async search(query, { k = 20, mode = "hybrid", cut = null, maxChunks = null } = {}) {
+    const json = await this.#backend.call("search", [String(query), k, mode, cut, maxChunks]);
+    const r = JSON.parse(json);
+    for (const h of r.hits) h.url = new URL(h.url, this.#siteRoot).href;
+    r.query = String(query);
+    return r;
+  }
+
+  /** The prompt text with numbered sources for `r` (what `needle search --prompt` prints). */
+  async prompt(question, r) {
+    return this.#backend.call("prompt", [String(question), JSON.stringify(r)]);
+  }
+
+  /** Pages of the index: [{ path, title, contentHash, textLen, chunks }]. */
+  async pages() {
+    return JSON.parse(await this.#backend.call("pages", []));
+  }
+
+  /** The quote of the chunk of `page` spanning exactly `from..to`, or null. */
+  async quote(page, from, to) {
+    return (await this.#backend.call("quote", [page, from, to])) ?? null;
+  }
+
+  /** The chunks of `page`: [{ from, to, section, content }]. */
+  async chunksOf(page) {
+    return JSON.parse(await this.#backend.call("chunksOf", [page]));
+  }
+
+  /** The query embedding (for benchmarks and comparisons); needs the model. */
+  async embed(text) {
+    return Array.from(await this.#backend.call("embed", [String(text)]));
+  }
+
+  /** The model's token ids for `text` (BigInt64Array); needs the model. */
+  async tokenize(text) {
+    return this.#backend.call("tokenize", [String(text)]);
+  }
+
+  /** Times the engine's steps inside the engine thread (benchmarks): n runs per query. */
+  async bench(queries, options = {}) {
+    return this.#backend.call("bench", [queries, options]);
+  }
+
+  /** Embed-only timings per query (benchmarks). */
+  async benchEmbed(queries, options = {}) {
+    return this.#backend.call("benchEmbed", [queries, options]);
+  }
+
+  /** Stops the worker. */
+  close() {
+    this.#backend.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends: the same `core` either behind a worker or in this thread.
+
+function workerBackend(baseUrl, manifest, options) {
+  const worker = new Worker(new URL(manifest.files.worker, baseUrl), { type: "module", name: "needle" });
+  const pending = new Map();
+  let next = 0;
+  let lexicalDone, lexicalFail, readyDone, readyFail;
+  const lexical = new Promise((a, b) => ((lexicalDone = a), (lexicalFail = b)));
+  const ready = new Promise((a, b) => ((readyDone = a), (readyFail = b)));
+  worker.onmessage = ({ data }) => {
+    if (data.type === "progress") options.onProgress?.(data.progress);
+    else if (data.type === "lexical") lexicalDone();
+    else if (data.type === "ready") readyDone();
+    else if (data.type === "lexical-error") lexicalFail(new Error(data.error));
+    else if (data.type === "ready-error") readyFail(new Error(data.error));
+    else if (data.type === "reply") {
+      const p = pending.get(data.id);
+      pending.delete(data.id);
+      if (data.ok) p.resolve(data.value);
+      else p.reject(new Error(data.error));
+    }
+  };
+  worker.onerror = (e) => {
+    const err = new Error(`needle worker: ${e.message ?? "failed to start"}`);
+    lexicalFail(err);
+    readyFail(err);
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+  lexical.catch(() => {});
+  worker.postMessage({ type: "init", base: baseUrl.href, manifest, options: plainOptions(options) });
+  return {
+    lexical,
+    ready,
+    call(op, args) {
+      const id = next++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        worker.postMessage({ type: "call", id, op, args });
+      });
+    },
+    close() {
+      worker.terminate();
+    },
+  };
+}
+
+function plainOptions(o) {
+  return { cache: o.cache ?? true, model: o.model ?? true };
+}
+
+function localBackend(baseUrl, manifest, options) {
+  const core = createCore(baseUrl, manifest, { ...plainOptions(options), onProgress: options.onProgress });
+  return { lexical: core.lexical, ready: core.ready, call: (op, args) => core.call(op, args), close() {} };
+}
+
+/** Runs inside the worker: answers the main thread's messages with one core. */
+export function serveWorker(scope) {
+  let core = null;
+  scope.onmessage = async ({ data }) => {
+    if (data.type === "init") {
+      core = createCore(new URL(data.base), data.manifest, {
+        ...data.options,
+        onProgress: (progress) => scope.postMessage({ type: "progress", progress }),
+      });
+      core.lexical.then(
+        () => scope.postMessage({ type: "lexical" }),
+        (e) => scope.postMessage({ type: "lexical-error", error: String(e?.message ?? e) }),
+      );
+      core.ready.then(
+        () => scope.postMessage({ type: "ready" }),
+        (e) => scope.postMessage({ type: "ready-error", error: String(e?.message ?? e) }),
+      );
+    } else if (data.type === "call") {
+      try {
+        const value = await core.call(data.op, data.args);
+        scope.postMessage({ type: "reply", id: data.id, ok: true, value });
+      } catch (e) {
+        scope.postMessage({ type: "reply", id: data.id, ok: false, error: String(e?.message ?? e) });
+      }
+    }
+  };
+}
+
+/** The engine thread's state: loads the index (lexical), then the model (hybrid). */
+function createCore(baseUrl, manifest, options) {
+  const progress = (p) => options.onProgress?.(p);
+  const url = (role) => new URL(manifest.files[role], baseUrl);
+  const get = (role) =>
+    getBytes(url(role), {
+      cache: options.cache,
+      total: manifest.sizes?.[role],
+      onProgress: (loaded, total) => progress({ file: role, loaded, total, done: false }),
+    }).then((bytes) => {
+      progress({ file: role, loaded: bytes.byteLength, total: bytes.byteLength, done: true });
+      return bytes;
+    });
+
+  let engine = null;
+  const lexical = (async () => {
+    if (options.cache && typeof caches !== "undefined") pruneCache(baseUrl, manifest).catch(() => {});
+    const own = await loadGlue(baseUrl, manifest);
+    const glue = own.module;
+    const [wasm, index] = await Promise.all([own.wasm ? readFileUrl(own.wasm) : get("wasm"), get("index")]);
+    const t0 = now();
+    await glue.default({ module_or_path: wasm });
+    const t1 = now();
+    engine = new glue.Engine(index, manifest.files.index);
+    progress({ phase: "lexical", compileMs: t1 - t0, indexMs: now() - t1, done: true });
+  })();
+  const ready = (async () => {
+    if (options.model === false) return new Promise(() => {});
+    const [model, tokenizer] = await Promise.all([get("model"), get("tokenizer"), lexical]);
+    // Let queries that are already waiting answer lexically before the model's load blocks.
+    await new Promise((r) => setTimeout(r, 0));
+    const t0 = now();
+    engine.loadModel(model, tokenizer);
+    progress({ phase: "ready", modelMs: now() - t0, done: true });
+  })();
+  ready.catch(() => {});
+  lexical.catch(() => {});
+
+  return {
+    lexical,
+    ready,
+    async call(op, args) {
+      await lexical;
+      switch (op) {
+        case "search": {
+          const [q, k, mode, cut, maxChunks] = args;
+          return engine.search(q, k, mode, cut ?? undefined, maxChunks ?? undefined);
+        }
+        case "prompt":
+          return engine.prompt(args[0], args[1]);
+        case "pages":
+          return engine.pages();
+        case "quote":
+          return engine.quote(args[0], args[1], args[2]);
+        case "chunksOf":
+          return engine.chunksOf(args[0]);
+        case "embed":
+          return engine.embed(args[0]);
+        case "tokenize":
+          return engine.tokenize(args[0]);
+        case "bench":
+          return bench(engine, args[0], args[1] ?? {});
+        case "benchEmbed":
+          return benchEmbed(engine, args[0], args[1] ?? {});
+        default:
+          throw new Error(`unknown operation ${op}`);
+      }
+    },
+  };
+}
+
+/** Medians of the engine's own timings over `queries`, `runs` times each, after a warm-up. */
+function bench(engine, queries, { runs = 5, k = 20, mode = "hybrid" } = {}) {
+  for (const q of queries.slice(0, 3)) engine.search(q, k, mode);
+  const parts = { embed: [], bm25: [], dense: [], fuse: [], total: [] };
+  for (let i = 0; i < runs; i++) {
+    for (const q of queries) {
+      const t = now();
+      const r = JSON.parse(engine.search(q, k, mode));
+      parts.total.push(now() - t);
+      for (const p of ["embed", "bm25", "dense", "fuse"]) parts[p].push(r.timings[p]);
+    }
+  }
+  const med = (a) => {
+    const s = [...a].sort((x, y) => x - y);
+    return s[Math.floor(s.length / 2)];
+  };
+  return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, { median: med(v), n: v.length }]));
+}
+
+/** Per-query embed time (median of `runs` after one warm-up), the query's token count too. */
+function benchEmbed(engine, queries, { runs = 5 } = {}) {
+  return queries.map((q) => {
+    engine.embed(q);
+    const t = [];
+    for (let i = 0; i < runs; i++) {
+      const a = now();
+      engine.embed(q);
+      t.push(now() - a);
+    }
+    t.sort((x, y) => x - y);
+    return { tokens: engine.tokenCount(q), ms: t[Math.floor(t.length / 2)] };
+  });
+}
+
+const now = () => (typeof performance !== "undefined" ? performance.now() : Date.now());
+
+// ---------------------------------------------------------------------------------------------
+// Bytes: fetch with progress, through the Cache API where there is one.
+
+async function resolveBase(base) {
+  if (base instanceof URL) return ensureSlash(base);
+  const s = String(base);
+  if (/^[a-z][a-z0-9+.-]*:/i.test(s)) return ensureSlash(new URL(s));
+  if (typeof location !== "undefined") return ensureSlash(new URL(s, location.href));
+  const { pathToFileURL } = await import("node:url");
+  return ensureSlash(pathToFileURL(s));
+}
+
+function ensureSlash(u) {
+  return u.href.endsWith("/") ? u : new URL(u.href + "/");
+}
+
+async function openCache() {
+  try {
+    return typeof caches !== "undefined" ? await caches.open(CACHE_NAME) : null;
+  } catch {
+    return null; // opaque origins and some privacy modes refuse storage
+  }
+}
+
+/** manifest.json: from the network when there is one (it is not hashed), else the cached copy. */
+async function loadManifest(baseUrl, options) {
+  const u = new URL("manifest.json", baseUrl);
+  if (u.protocol === "file:") return JSON.parse(new TextDecoder().decode(await readFileUrl(u)));
+  const cache = options.cache === false ? null : await openCache();
+  try {
+    const res = await fetch(u, { cache: "no-cache" });
+    if (!res.ok) throw new Error(`${u}: HTTP ${res.status}`);
+    const text = await res.text();
+    await cache?.put(u, new Response(text, { headers: { "content-type": "application/json" } })).catch(() => {});
+    return JSON.parse(text);
+  } catch (e) {
+    const hit = await cache?.match(u);
+    if (hit) return JSON.parse(await hit.text());
+    throw new Error(`needle: cannot load ${u}: ${e.message}`);
+  }
+}
+
+/** Drops cached files of this bundle that the current manifest no longer names. */
+async function pruneCache(baseUrl, manifest) {
+  const cache = await openCache();
+  if (!cache) return;
+  const keep = new Set(Object.values(manifest.files).map((f) => new URL(f, baseUrl).href));
+  keep.add(new URL("manifest.json", baseUrl).href);
+  for (const req of await cache.keys()) {
+    if (req.url.startsWith(baseUrl.href) && !keep.has(req.url)) await cache.delete(req);
+  }
+}
+
+async function readFileUrl(u) {
+  const { readFile } = await import("node:fs/promises");
+  const { fileURLToPath } = await import("node:url");
+  const buf = await readFile(fileURLToPath(u));
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/** The bytes of a hashed (immutable) file: the cached copy, else the network (then cached). */
+async function getBytes(u, { cache: useCache = true, total, onProgress } = {}) {
+  if (u.protocol === "file:") return readFileUrl(u);
+  const cache = useCache ? await openCache() : null;
+  const hit = await cache?.match(u).catch(() => null);
+  if (hit) return new Uint8Array(await hit.arrayBuffer());
+  const res = await fetch(u);
+  if (!res.ok) throw new Error(`needle: ${u}: HTTP ${res.status}`);
+  const bytes = await readWithProgress(res, total, onProgress);
+  await cache?.put(u, new Response(bytes, { headers: { "content-type": res.headers.get("content-type") ?? "application/octet-stream" } })).catch(() => {});
+  return bytes;
+}
+
+async function readWithProgress(res, total, onProgress) {
+  const length = Number(res.headers.get("content-length")) || total || 0;
+  if (!res.body || !onProgress) return new Uint8Array(await res.arrayBuffer());
+  const reader = res.body.getReader();
+  const parts = [];
+  let loaded = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    loaded += value.byteLength;
+    onProgress(loaded, length);
+  }
+  const out = new Uint8Array(loaded);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/**
+ * The wasm-bindgen glue: the bundle's hashed copy; in Node, the npm package's own glue and
+ * .wasm (a glue and a .wasm must come from the same build).
+ */
+async function loadGlue(baseUrl, manifest) {
+  if (isNode) {
+    const wasm = new URL("./needle_core_bg.wasm", import.meta.url);
+    try {
+      return { module: await import(new URL("./needle_core.js", import.meta.url).href), wasm };
+    } catch {
+      // needle.js inside a bundle folder: use the bundle's files
+    }
+  }
+  return { module: await import(new URL(manifest.files.glue, baseUrl).href), wasm: null };
+}

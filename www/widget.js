@@ -1,0 +1,373 @@
+// widget.js: <needle-search>, the search box of a needle site, and the landing highlight.
+//
+//   <script type="module" src="/needle/widget.js"></script>
+//   <needle-search></needle-search>
+//
+// Attributes: base (the bundle URL; default: this script's folder), placeholder, k (answers
+// shown, default 4), preload (start loading the engine at once instead of on first focus),
+// selector (the content root, if the index was built with --selector), offline (register
+// needle-sw.js so that a second visit works with the network off).
+// Themeable through CSS custom properties on the element (see widget.css). Indexed text is
+// always inserted as text (textContent), never parsed as HTML.
+
+import { open } from "./needle.js";
+
+const HERE = new URL(".", import.meta.url);
+const STOP = new Set("a an and are as at be by can do does for from how i if in is it its of on or so that the this to what when where which who why will with you your".split(" "));
+
+let manifestPromise = null;
+function manifestOf(base) {
+  manifestPromise ??= (async () => {
+    const u = new URL("manifest.json", base);
+    try {
+      const r = await fetch(u, { cache: "no-cache" });
+      if (r.ok) return r.json();
+    } catch {}
+    const hit = await globalThis.caches?.match(u.href);
+    if (hit) return hit.json();
+    throw new Error(`needle: cannot load ${u}`);
+  })();
+  return manifestPromise;
+}
+
+let pageStyle = false;
+async function addPageStyle(base) {
+  if (pageStyle) return;
+  pageStyle = true;
+  const m = await manifestOf(base);
+  const link = document.createElement("link");
+  link.rel = "stylesheet";
+  link.href = new URL(m.files.css, base).href;
+  document.head.append(link);
+}
+
+/** The landing highlight: on `#char=` (now or after a hash change), load highlight.js and run it. */
+let landed = false;
+async function landing(base, selector) {
+  if (landed) return;
+  landed = true;
+  const start = async () => {
+    const m = await manifestOf(base);
+    const hl = await import(new URL(m.files.highlight, base).href);
+    await addPageStyle(base);
+    return hl.install(base, open, { selector });
+  };
+  let started = null;
+  const maybe = () => {
+    if (!started && /^#char=\d+,\d+$/.test(location.hash)) started = start().catch((e) => console.warn("needle: highlight failed:", e));
+  };
+  addEventListener("hashchange", maybe);
+  maybe();
+}
+
+/**
+ * `<needle-search offline>`: registers needle-sw.js with the site root as its scope, so pages
+ * and the bundle are served from the cache when the network is off. Resolves when this page
+ * and what it loaded are cached.
+ */
+let offlineStarted = null;
+function registerOffline(base) {
+  offlineStarted ??= (async () => {
+    if (!("serviceWorker" in navigator)) return false;
+    const m = await manifestOf(base);
+    const scope = new URL(m.siteRoot ?? "../", base).href;
+    try {
+      await navigator.serviceWorker.register(new URL("needle-sw.js", base).href, { scope });
+    } catch (e) {
+      console.info(`needle: offline visits need needle-sw.js to be allowed the scope ${scope} (header Service-Worker-Allowed): ${e.message}`);
+      return false;
+    }
+    const reg = await navigator.serviceWorker.ready;
+    const urls = [location.href, ...performance.getEntriesByType("resource").map((r) => r.name)];
+    await new Promise((resolve) => {
+      const done = (e) => {
+        if (e.data?.type !== "needle:cached") return;
+        navigator.serviceWorker.removeEventListener("message", done);
+        resolve();
+      };
+      navigator.serviceWorker.addEventListener("message", done);
+      reg.active.postMessage({ type: "needle:cache", urls });
+      setTimeout(resolve, 10000);
+    });
+    return true;
+  })();
+  return offlineStarted;
+}
+
+function queryTerms(q) {
+  return [...new Set(q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1 && !STOP.has(w)))];
+}
+
+/** Appends `text` to `parent` with the query terms wrapped in <mark>: text nodes only. */
+function appendMarked(parent, text, terms) {
+  if (!terms.length) {
+    parent.append(text);
+    return;
+  }
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])(${terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")})(?![\\p{L}\\p{N}])`, "giu");
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    parent.append(text.slice(last, m.index));
+    const mark = document.createElement("mark");
+    mark.textContent = m[0];
+    parent.append(mark);
+    last = m.index + m[0].length;
+  }
+  parent.append(text.slice(last));
+}
+
+/** About `max` characters of `content`, around the first query term. */
+function snippet(content, terms, max = 280) {
+  const text = content.replace(/[ \t\n\f\r]+/g, " ").trim();
+  if (text.length <= max) return text;
+  const lower = text.toLowerCase();
+  const hits = terms.map((t) => lower.indexOf(t)).filter((i) => i >= 0);
+  const first = hits.length ? Math.min(...hits) : 0;
+  let a = Math.max(0, first - 60);
+  if (a > 0) a = text.indexOf(" ", a) + 1 || a;
+  let z = Math.min(text.length, a + max);
+  if (z < text.length) z = text.lastIndexOf(" ", z) > a ? text.lastIndexOf(" ", z) : z;
+  return (a > 0 ? "… " : "") + text.slice(a, z) + (z < text.length ? " …" : "");
+}
+
+let counter = 0;
+
+class NeedleSearch extends HTMLElement {
+  #engine = null;
+  #opening = null;
+  #ready = false;
+  #failed = false;
+  #progress = { loaded: 0, total: 0 };
+  #seq = 0;
+  #active = -1;
+  #options = [];
+  #last = null;
+  #timer = 0;
+
+  connectedCallback() {
+    if (this.shadowRoot) return;
+    const id = `needle-${++counter}`;
+    this.base = new URL(this.getAttribute("base") ?? HERE.href, location.href);
+    const root = this.attachShadow({ mode: "open" });
+    manifestOf(this.base)
+      .then((m) => {
+        const link = document.createElement("link");
+        link.rel = "stylesheet";
+        link.href = new URL(m.files.css, this.base).href;
+        root.prepend(link);
+      })
+      .catch(() => {});
+
+    const wrap = el("div", { class: "needle", part: "container" });
+    const label = el("label", { class: "visually-hidden", for: `${id}-input` }, "Search the documentation");
+    this.input = el("input", {
+      id: `${id}-input`,
+      type: "search",
+      part: "input",
+      role: "combobox",
+      autocomplete: "off",
+      spellcheck: "false",
+      "aria-autocomplete": "list",
+      "aria-expanded": "false",
+      "aria-controls": `${id}-list`,
+      placeholder: this.getAttribute("placeholder") ?? "Ask the docs…",
+    });
+    this.status = el("div", { class: "status", role: "status", "aria-live": "polite", part: "status" });
+    this.bar = el("div", { class: "progress", role: "progressbar", "aria-label": "Loading the semantic model", "aria-valuemin": "0", "aria-valuemax": "100", hidden: "" });
+    this.bar.append(el("div", { class: "progress-fill" }));
+    this.panel = el("div", { class: "panel", part: "panel", hidden: "" });
+    this.notice = el("p", { class: "notice", part: "notice" });
+    this.list = el("ul", { id: `${id}-list`, role: "listbox", "aria-label": "Search results", part: "results" });
+    this.panel.append(this.notice, this.list);
+    wrap.append(label, this.input, this.bar, this.status, this.panel);
+    root.append(wrap);
+
+    this.input.addEventListener("focus", () => this.#open());
+    this.input.addEventListener("pointerenter", () => this.#open(), { once: true });
+    this.input.addEventListener("input", () => {
+      clearTimeout(this.#timer);
+      this.#timer = setTimeout(() => this.search(this.input.value), 120);
+    });
+    this.input.addEventListener("keydown", (e) => this.#key(e));
+    this.addEventListener("focusout", (e) => {
+      if (!this.contains(e.relatedTarget) && !root.contains(e.relatedTarget)) this.#expand(false);
+    });
+    if (this.hasAttribute("preload")) this.#open();
+    if (this.hasAttribute("offline")) this.offline = registerOffline(this.base).catch(() => false);
+    landing(this.base, this.getAttribute("selector"));
+  }
+
+  /** The engine (opened once, on first use). */
+  #open() {
+    this.#opening ??= open(this.base, { onProgress: (p) => this.#onProgress(p) }).then((engine) => {
+      this.#engine = engine;
+      engine.ready.then(
+        () => {
+          this.#ready = true;
+          this.bar.hidden = true;
+          this.#say("");
+          this.dispatchEvent(new CustomEvent("needle:ready"));
+          if (this.input.value.trim()) this.search(this.input.value); // upgrade to hybrid
+        },
+        (e) => {
+          this.#failed = true;
+          this.bar.hidden = true;
+          this.#say(`Semantic search unavailable (${e.message}); keyword results only.`);
+        },
+      );
+      return engine;
+    });
+    this.#opening.catch((e) => this.#say(`Search unavailable: ${e.message}`));
+    return this.#opening;
+  }
+
+  #onProgress(p) {
+    if (p.file === "model" || p.file === "tokenizer") {
+      if (p.file === "model") this.#progress = { loaded: p.loaded, total: p.total || this.#progress.total };
+      const pct = this.#progress.total ? Math.min(100, Math.round((100 * this.#progress.loaded) / this.#progress.total)) : 0;
+      this.bar.hidden = this.#ready;
+      this.bar.setAttribute("aria-valuenow", String(pct));
+      this.bar.firstChild.style.width = `${pct}%`;
+      this.#say(`Loading the semantic model… ${pct}%`);
+    }
+  }
+
+  #say(text) {
+    this.status.textContent = text;
+  }
+
+  /** Runs a query and shows its results. */
+  async search(query) {
+    const seq = ++this.#seq;
+    const q = query.trim();
+    if (!q) {
+      this.#render(null);
+      return null;
+    }
+    const engine = await this.#open();
+    const r = await engine.search(q, { k: 10, mode: "hybrid" });
+    if (seq !== this.#seq) return r; // a newer query is under way
+    this.#last = r;
+    this.#render(r);
+    this.dispatchEvent(new CustomEvent("needle:results", { detail: r }));
+    return r;
+  }
+
+  #render(r) {
+    this.list.replaceChildren();
+    this.#options = [];
+    this.#active = -1;
+    this.input.removeAttribute("aria-activedescendant");
+    if (!r) {
+      this.#expand(false);
+      return;
+    }
+    const terms = queryTerms(r.query);
+    const shown = Number(this.getAttribute("k") ?? 4);
+    let hits;
+    this.panel.dataset.state = "";
+    if (r.mode === "bm25") {
+      this.panel.dataset.state = "lexical";
+      this.notice.textContent = this.#ready || this.#failed ? "Keyword matches" : "Keyword matches (semantic search is still loading)";
+      hits = r.hits.slice(0, shown);
+    } else if (r.answer.length) {
+      this.panel.dataset.state = "answer";
+      this.notice.textContent = "";
+      hits = r.answer.map((i) => r.hits[i]).slice(0, shown);
+    } else {
+      this.panel.dataset.state = "no-answer";
+      this.notice.textContent = "The docs don't answer this.";
+      const seen = new Set();
+      hits = r.hits.filter((h) => !seen.has(h.page) && seen.add(h.page)).slice(0, 3);
+      if (hits.length) {
+        const li = el("li", { class: "suggest-label", role: "presentation" }, "Nearest pages:");
+        this.list.append(li);
+      }
+    }
+    hits.forEach((h, i) => this.list.append(this.#option(h, i, terms, this.panel.dataset.state === "no-answer")));
+    if (!hits.length && r.mode === "bm25") this.notice.textContent = "No keyword matches yet.";
+    this.#expand(true);
+  }
+
+  #option(h, i, terms, suggestion) {
+    const li = el("li", { role: "option", id: `${this.input.id}-opt-${i}`, "aria-selected": "false", class: suggestion ? "suggestion" : "hit" });
+    const a = el("a", { href: h.url, tabindex: "-1" });
+    const title = el("span", { class: "title" });
+    title.textContent = h.title || h.page;
+    a.append(title);
+    if (h.section && h.section !== h.title) a.append(el("span", { class: "section" }, h.section));
+    if (!suggestion) {
+      const q = el("q", { class: "snippet" });
+      appendMarked(q, snippet(h.content, terms), terms);
+      a.append(q);
+    }
+    li.append(a);
+    li.addEventListener("pointerdown", (e) => e.preventDefault()); // keep focus in the box
+    li.addEventListener("click", (e) => {
+      if (e.target.closest("a")) return;
+      a.click();
+    });
+    this.#options.push(li);
+    return li;
+  }
+
+  #expand(on) {
+    this.panel.hidden = !on;
+    this.input.setAttribute("aria-expanded", String(on));
+  }
+
+  #key(e) {
+    const n = this.#options.length;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      if (!n) return;
+      e.preventDefault();
+      this.#expand(true);
+      const d = e.key === "ArrowDown" ? 1 : -1;
+      this.#select(this.#active < 0 ? (d > 0 ? 0 : n - 1) : (this.#active + d + n) % n);
+    } else if (e.key === "Enter") {
+      if (this.#active >= 0) {
+        e.preventDefault();
+        this.#options[this.#active].querySelector("a").click();
+      } else {
+        clearTimeout(this.#timer);
+        this.search(this.input.value);
+      }
+    } else if (e.key === "Escape") {
+      if (!this.panel.hidden) this.#expand(false);
+      else this.input.value = "";
+    } else if (e.key === "Home" || e.key === "End") {
+      if (this.#active >= 0 && n) {
+        e.preventDefault();
+        this.#select(e.key === "Home" ? 0 : n - 1);
+      }
+    }
+  }
+
+  #select(i) {
+    this.#options.forEach((o, j) => o.setAttribute("aria-selected", String(i === j)));
+    this.#active = i;
+    const o = this.#options[i];
+    this.input.setAttribute("aria-activedescendant", o.id);
+    o.scrollIntoView({ block: "nearest" });
+  }
+
+  /** The engine behind the box (opens it if need be). */
+  get engine() {
+    return this.#open();
+  }
+  get lastResult() {
+    return this.#last;
+  }
+}
+
+function el(tag, attrs = {}, text = null) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== null) e.textContent = text;
+  return e;
+}
+
+if (!customElements.get("needle-search")) customElements.define("needle-search", NeedleSearch);
+
+// Pages without a search box still get the landing highlight.
+if (!document.querySelector("needle-search")) landing(HERE, document.currentScript?.dataset?.selector ?? null);
