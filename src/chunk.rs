@@ -185,7 +185,15 @@ impl AddAssign for ChunkStats {
 /// one space so a header is always one line.
 pub fn header(title: &str, section: &str) -> String {
     let title = collapse_ws(title);
-    let section = collapse_ws(section);
+    let mut section = collapse_ws(section);
+    // The title is usually the page's h1, which also opens every section path: say it once.
+    if !title.is_empty() {
+        if section == title {
+            section.clear();
+        } else if let Some(rest) = section.strip_prefix(&format!("{title} > ")) {
+            section = rest.to_string();
+        }
+    }
     match (title.is_empty(), section.is_empty()) {
         (true, true) => String::new(),
         (false, true) => format!("[{title}]"),
@@ -1009,6 +1017,9 @@ mod tests {
         assert_eq!(header("", "Install"), "[Install]");
         assert_eq!(header("", ""), "");
         assert_eq!(header("  The\nGuide ", ""), "[The Guide]");
+        assert_eq!(header("Guide", "Guide > Install"), "[Guide > Install]", "the h1 is said once");
+        assert_eq!(header("Guide", "Guide"), "[Guide]");
+        assert_eq!(header("Guide", "Guidebook > Install"), "[Guide > Guidebook > Install]");
     }
 
     // --- degenerate documents -------------------------------------------------------------------

@@ -18,7 +18,6 @@ pub mod report;
 pub mod score;
 pub mod stats;
 
-#[cfg(needle_integrating)]
 mod run;
 
 use crate::search::Mode;
@@ -111,18 +110,14 @@ pub enum EvalError {
 }
 
 impl EvalError {
-    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         EvalError::Io { path: path.into(), source }
     }
 }
 
 /// Runs `needle eval` as the command line asked.
-#[cfg(needle_integrating)]
 pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
     run::run_cli(args)
 }
 
-#[cfg(not(needle_integrating))]
-pub fn run_cli(_args: EvalArgs) -> Result<(), EvalError> {
-    Err(EvalError::Invalid("needle eval needs the build pipeline, which this needle was compiled without".into()))
-}
+

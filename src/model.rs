@@ -175,11 +175,12 @@ impl ModelFiles {
     pub fn locate() -> Result<ModelFiles, ModelError> {
         let env = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
         let exe = std::env::current_exe().ok();
-        Self::locate_from(env.as_deref(), exe.as_deref())
+        let cwd = std::env::current_dir().ok();
+        Self::locate_from(env.as_deref(), exe.as_deref(), cwd.as_deref())
     }
 
-    fn locate_from(env_dir: Option<&Path>, exe: Option<&Path>) -> Result<ModelFiles, ModelError> {
-        let looked = candidate_dirs(env_dir, exe);
+    fn locate_from(env_dir: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>) -> Result<ModelFiles, ModelError> {
+        let looked = candidate_dirs(env_dir, exe, cwd);
         for dir in &looked {
             let files = ModelFiles::in_dir(dir);
             if files.exist() {
@@ -200,7 +201,7 @@ impl ModelFiles {
     }
 }
 
-fn candidate_dirs(env_dir: Option<&Path>, exe: Option<&Path>) -> Vec<PathBuf> {
+fn candidate_dirs(env_dir: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>) -> Vec<PathBuf> {
     // An explicit setting is obeyed alone: silently falling back would run some other model.
     if let Some(dir) = env_dir {
         return vec![dir.to_path_buf()];
@@ -215,8 +216,7 @@ fn candidate_dirs(env_dir: Option<&Path>, exe: Option<&Path>) -> Vec<PathBuf> {
             }
         }
     }
-    let cwd_models = PathBuf::from("models");
-    let cwd_models = std::env::current_dir().map(|d| d.join(&cwd_models)).unwrap_or(cwd_models);
+    let cwd_models = cwd.map(|d| d.join("models")).unwrap_or_else(|| PathBuf::from("models"));
     if !dirs.contains(&cwd_models) {
         dirs.push(cwd_models);
     }
@@ -394,7 +394,7 @@ impl Arch {
         if (c.layer_norm_eps - f64::from(LAYER_NORM_EPS)).abs() > 1e-15 {
             return Err(ModelError::invalid(path, format!("layer_norm_eps {}, expected 1e-12", c.layer_norm_eps)));
         }
-        if c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
+        if c.num_attention_heads == 0 || !c.hidden_size.is_multiple_of(c.num_attention_heads) {
             return Err(ModelError::invalid(path, "hidden_size is not a multiple of num_attention_heads"));
         }
         Ok(Arch {
@@ -917,22 +917,25 @@ mod tests {
         std::fs::create_dir_all(&models).expect("mkdir");
         let exe = repo.join("target/debug/deps/model_reference-0123");
         // Missing files: an error that names where it looked.
-        let err = ModelFiles::locate_from(None, Some(&exe)).expect_err("nothing there yet");
+        let err = ModelFiles::locate_from(None, Some(&exe), Some(repo)).expect_err("nothing there yet");
         let msg = err.to_string();
         assert!(msg.contains(&models.display().to_string()) && msg.contains("./build.sh model"), "{msg}");
 
         std::fs::write(models.join(INT8_FILE), b"x").expect("write");
         std::fs::write(models.join(TOKENIZER_FILE), b"{}").expect("write");
-        let found = ModelFiles::locate_from(None, Some(&exe)).expect("found from deps/");
+        let found = ModelFiles::locate_from(None, Some(&exe), Some(repo)).expect("found from deps/");
         assert_eq!(found.dir, models);
         assert_eq!(found.model, models.join(INT8_FILE));
         assert_eq!(found.fp32_files().model, models.join(FP32_FILE));
-        let found = ModelFiles::locate_from(None, Some(&repo.join("target/release/needle"))).expect("found");
+        let found = ModelFiles::locate_from(None, Some(&repo.join("target/release/needle")), Some(repo)).expect("found");
+        assert_eq!(found.dir, models);
+        // Outside a cargo layout, ./models.
+        let found = ModelFiles::locate_from(None, Some(Path::new("/usr/bin/needle")), Some(repo)).expect("found in cwd");
         assert_eq!(found.dir, models);
 
         // An explicit folder is used alone, even if the repo has a model.
         let other = repo.join("elsewhere");
-        let err = ModelFiles::locate_from(Some(&other), Some(&exe)).expect_err("env dir is empty");
+        let err = ModelFiles::locate_from(Some(&other), Some(&exe), Some(repo)).expect_err("env dir is empty");
         assert!(err.to_string().contains("elsewhere"));
     }
 

@@ -4,7 +4,8 @@
 //!   what `needle search` prints for the same index;
 //! - hybrid R@8 has not fallen significantly below the committed baseline
 //!   (tests/fixtures/eval/baseline-hybrid.json; see tests/fixtures/eval/README.md to update it);
-//! - a question set whose needle is not in the site is rejected, naming the question.
+//! - a question set whose needles are missing, repeated or only in a heading is rejected,
+//!   naming each question.
 //! The index is built once (`needle build`) and shared by the tests of this file.
 
 use serde_json::Value;
@@ -182,17 +183,29 @@ fn the_json_report_has_the_documented_shape_on_real_data() {
 }
 
 #[test]
-fn a_question_set_with_a_bad_needle_is_rejected_naming_the_question() {
+fn a_question_set_with_bad_needles_is_rejected_naming_each_question() {
     let dir = tempfile::tempdir().expect("temp dir");
     let text = std::fs::read_to_string(qrels()).expect("qrels");
     let mut lines: Vec<Value> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json")).collect();
-    lines[4]["needle"] = Value::from("a sentence that the Rustonomicon never wrote");
-    let bad_id = lines[4]["id"].as_str().expect("id").to_string();
+    let mut expect = Vec::new();
+    for (i, needle, fragments) in [
+        (4, "a sentence that the Rustonomicon never wrote", ["the needle occurs nowhere in the site's canonical text", ""]),
+        (5, "Table of  PhantomData\npatterns", ["the needle occurs only inside a heading", "phantom-data.html"]),
+        (6, "unsafe Rust", ["times (", "it must name exactly one place"]),
+    ] {
+        lines[i]["needle"] = Value::from(needle);
+        expect.push((format!("{}: ", lines[i]["id"].as_str().expect("id")), fragments));
+    }
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, lines.iter().map(|l| l.to_string() + "\n").collect::<String>()).expect("write");
     // Validation comes first: the site is not indexed for a question set that is wrong.
     let out = run(Command::new(NEEDLE).arg("eval").arg(site()).arg("--qrels").arg(&bad), None);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "a bad needle must fail the run");
-    assert!(stderr.contains(&format!("{bad_id}: the needle occurs nowhere in the site's canonical text")), "{stderr}");
+    assert!(!out.status.success(), "bad needles must fail the run");
+    for (id, fragments) in expect {
+        assert!(
+            stderr.lines().any(|l| l.trim_start().starts_with(&id) && fragments.iter().all(|f| l.contains(f))),
+            "no line {id}… {fragments:?} in:\n{stderr}"
+        );
+    }
 }

@@ -169,7 +169,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Query { index, question, k, mode, cut, json, prompt } => {
             let (idx, emb) = open(&index)?;
             let opts = SearchOptions { mode: mode.into(), k: 20.max(k), cut, max_chunks: k };
-            let result = run_query(&idx, emb.as_ref(), &question, &opts)?;
+            let result = run_query(&idx, &emb, &question, &opts)?;
             let cites = cite::citations(&idx, &result);
             if prompt {
                 print!("{}", cite::build_prompt(&question, &cites));
@@ -180,7 +180,7 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 for c in &cites {
                     println!("[{}] {}  {}  #char={}  d={:.3}", c.index, c.document_id, c.locator_label, c.url.rsplit("#char=").next().unwrap_or(""), c.cosine_distance);
-                    println!("    {}", snippet(&c.quote, 160));
+                    println!("    {}", collapse(&c.quote));
                 }
             }
             Ok(())
@@ -198,7 +198,7 @@ fn run(cli: Cli) -> Result<()> {
                 let q: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("stdin line {}: not JSON", n + 1))?;
                 let query = q.get("query").and_then(|v| v.as_str()).with_context(|| format!("stdin line {}: no \"query\" string", n + 1))?;
                 let id = q.get("id").cloned().unwrap_or(serde_json::Value::Null);
-                let r = run_query(&idx, emb.as_ref(), query, &opts)?;
+                let r = run_query(&idx, &emb, query, &opts)?;
                 let line = serde_json::json!({"id": id, "hits": r.hits.iter().map(|h| serde_json::json!({
                     "page": h.page, "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank,
                 })).collect::<Vec<_>>(), "answer": r.answer, "mode": r.mode, "timings": r.timings});
@@ -214,7 +214,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Link { index, question, cut } => {
             let (idx, emb) = open(&index)?;
             let opts = SearchOptions { cut, ..SearchOptions::default() };
-            let result = run_query(&idx, emb.as_ref(), &question, &opts)?;
+            let result = run_query(&idx, &emb, &question, &opts)?;
             let cites = cite::citations(&idx, &result);
             let mut answer = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut answer)?;
@@ -239,43 +239,39 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// Loads the index and the model it was built with; refuses any other model.
-fn open(index: &Path) -> Result<(Index, Option<Embedder>)> {
+/// Loads the index and the model it was built with (the int8 or the fp32 graph of the models
+/// folder, whichever the index's stamp names); refuses any other model.
+fn open(index: &Path) -> Result<(Index, Embedder)> {
     let idx = build::read_index(index)?;
     let files = ModelFiles::locate()?;
-    let wanted = &idx.header.stamp.model.model_sha256;
-    let candidates = [files.clone(), files.fp32_files()];
-    let mut last = None;
-    for f in candidates {
+    let mut first_err = None;
+    for f in [files.clone(), files.fp32_files()] {
+        if !f.model.is_file() {
+            continue;
+        }
         let model = LoadedModel::load(&f)?;
         match idx.check_model(&model.stamp, &index.display().to_string()) {
-            Ok(()) => return Ok((idx, Some(model.embedder()?))),
-            Err(e) => last = Some(e),
+            Ok(()) => return Ok((idx, model.embedder()?)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
         }
-        let _ = wanted;
     }
-    Err(last.map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("no model")))
+    Err(first_err.map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("no model file in {}", files.dir.display())))
 }
 
-fn run_query(idx: &Index, emb: Option<&Embedder>, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
+fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
     let t = search::now_ms();
-    let v = match emb {
-        Some(e) => Some(e.embed(q)?),
-        None => None,
-    };
+    let v = emb.embed(q)?;
     let embed_ms = search::now_ms() - t;
-    let mut r = search::search(idx, q, v.as_deref(), opts);
+    let mut r = search::search(idx, q, Some(&v), opts);
     r.timings.embed = embed_ms;
     Ok(r)
 }
 
-fn snippet(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    }
+/// The quote on one line: the table is for reading; `--json` has the exact text.
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn print_build_report(r: &build::BuildReport, out: &Path) {

@@ -41,7 +41,8 @@ pub fn distances_svg(in_domain: &[f64], ood: &[f64], markers: &[Marker]) -> Resu
         counts
     };
     let (a, b) = (bins(in_domain), bins(ood));
-    let ymax = a.iter().chain(&b).copied().max().unwrap_or(1).max(1) as f64 * 1.15;
+    // Headroom above the tallest bar keeps the legend clear of the data.
+    let ymax = a.iter().chain(&b).copied().max().unwrap_or(1).max(1) as f64 * 1.6;
     let x0 = first as f64 * BIN;
     let x1 = last as f64 * BIN;
 
@@ -93,7 +94,7 @@ pub fn distances_svg(in_domain: &[f64], ood: &[f64], markers: &[Marker]) -> Resu
 pub fn sweep_svg(rows: &[SweepRow], n_in_domain: usize, n_ood: usize, markers: &[Marker]) -> Result<String, String> {
     let x0 = rows.first().map_or(0.4, |r| r.cut as f64);
     let x1 = rows.last().map_or(0.8, |r| r.cut as f64).max(x0 + BIN);
-    let ymax = rows.iter().map(|r| r.bluffs.max(r.refused).max(r.dropped)).max().unwrap_or(1).max(1) as f64 * 1.1;
+    let ymax = rows.iter().map(|r| r.bluffs.max(r.refused).max(r.dropped)).max().unwrap_or(1).max(1) as f64 * 1.5;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -131,7 +132,7 @@ pub fn sweep_svg(rows: &[SweepRow], n_in_domain: usize, n_ood: usize, markers: &
         draw_markers(&mut chart, markers, ymax)?;
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(SeriesLabelPosition::UpperMiddle)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
             .draw()

@@ -93,7 +93,7 @@ pub fn queries(questions: &[Question], ood: &[OodQuery]) -> Vec<Query> {
 }
 
 fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, EvalError> {
-    let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io { path: path.to_path_buf(), source: e })?;
+    let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
     parse_jsonl(&text, &path.display().to_string())
 }
 
@@ -244,7 +244,15 @@ fn distinct_pages(docs: &[Document]) -> Vec<DistinctPage<'_>> {
     let mut by_text: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for doc in docs {
         match by_text.get(doc.text.as_str()) {
-            Some(&i) => pages[i].paths.push(&doc.path),
+            Some(&i) => {
+                // Name the page as the index does: a chapter rather than the index.html copying it.
+                let paths = &mut pages[i].paths;
+                if is_index_page(paths[0]) && !is_index_page(&doc.path) {
+                    paths.insert(0, &doc.path);
+                } else {
+                    paths.push(&doc.path);
+                }
+            }
             None => {
                 by_text.insert(&doc.text, pages.len());
                 pages.push(DistinctPage { paths: vec![&doc.path], doc, norm: normalize_for_match(&doc.text) });
@@ -252,6 +260,10 @@ fn distinct_pages(docs: &[Document]) -> Vec<DistinctPage<'_>> {
         }
     }
     pages
+}
+
+fn is_index_page(path: &str) -> bool {
+    path == "index.html" || path.ends_with("/index.html")
 }
 
 /// Occurrences of `needle` in `hay`, overlapping ones included.
@@ -331,6 +343,10 @@ mod tests {
         question.page = Some("c.html".into());
         let v = validate(&[question.clone()], &site(), "q").unwrap();
         assert_eq!(v.warnings, vec!["moved: the needle is on a.html = index.html, the question names c.html".to_string()]);
+        let mut reordered = site();
+        reordered.swap(0, 2);
+        let v = validate(&[q("moved", "is conservative")].map(|mut x| { x.page = Some("c.html".into()); x }), &reordered, "q").unwrap();
+        assert_eq!(v.warnings[0], "moved: the needle is on a.html = index.html, the question names c.html", "a chapter is named before index.html");
         question.page = Some("index.html".into());
         assert!(validate(&[question], &site(), "q").unwrap().warnings.is_empty());
     }

@@ -201,16 +201,6 @@ fn cut_value(c: f32) -> Value {
     json!(r3(c as f64))
 }
 
-fn summary_json(s: &Summary) -> Value {
-    let wilson: serde_json::Map<String, Value> = s.wilson.iter().map(|(k, [lo, hi])| (k.clone(), json!([r4(*lo), r4(*hi)]))).collect();
-    let recall: serde_json::Map<String, Value> = s.recall.iter().map(|(k, r)| (k.clone(), json!(r4(*r)))).collect();
-    json!({"n": s.n, "recall": recall, "wilson": wilson, "hits": s.hits, "mrr": r4(s.mrr), "destroyed": s.destroyed})
-}
-
-fn summaries_json(s: &Summaries) -> Value {
-    json!({"overall": summary_json(&s.overall), "doc": summary_json(&s.doc), "ticket": summary_json(&s.ticket)})
-}
-
 fn distances<'a>(runs: impl Iterator<Item = &'a QueryRun>) -> Vec<f64> {
     runs.filter_map(|r| r.closest.map(f64::from)).collect()
 }
@@ -226,6 +216,15 @@ impl Outcome {
 
     fn row_at(&self, cut: f32) -> SweepRow {
         score::sweep_at(&self.main.runs, cut, self.max_chunks)
+    }
+
+    /// The cut each of a few bluff budgets would choose, with what it costs.
+    pub fn cut_by_budget(&self) -> Vec<(usize, Option<SweepRow>)> {
+        let Some(rows) = &self.sweep else { return Vec::new() };
+        let mut budgets: Vec<usize> = [0, 1, 2, 3, 5, 10, self.max_bluffs].into_iter().filter(|&b| b <= self.n_ood()).collect();
+        budgets.sort_unstable();
+        budgets.dedup();
+        budgets.into_iter().map(|b| (b, score::choose_cut(rows, b).map(|c| self.row_at(c)))).collect()
     }
 
     /// The JSON written by `--json`. Top-level keys `overall`, `doc`, `ticket`, `sweep` and
@@ -255,23 +254,27 @@ impl Outcome {
             .iter()
             .map(|st| {
                 let modes: serde_json::Map<String, Value> =
-                    st.evals.iter().map(|e| (mode_name(e.mode).to_string(), summaries_json(&e.summaries))).collect();
+                    st.evals.iter().map(|e| (mode_name(e.mode).to_string(), json!(e.summaries))).collect();
                 json!({"strategy": st.name, "cost": st.cost, "modes": modes})
             })
             .collect();
         let comparisons: Vec<Value> = self
             .comparisons
             .iter()
-            .map(|c| json!({"a": c.a, "b": c.b, "k": c.k, "wins": c.paired.wins, "losses": c.paired.losses, "n": c.paired.n, "delta": r4(c.delta), "p": c.paired.p}))
+            .map(|c| json!({"a": c.a, "b": c.b, "k": c.k, "wins": c.paired.wins, "losses": c.paired.losses, "n": c.paired.n, "delta": c.delta, "p": c.paired.p}))
             .collect();
         let ood_n = self.n_ood();
         json!({
-            "overall": summary_json(&s.overall),
-            "doc": summary_json(&s.doc),
-            "ticket": summary_json(&s.ticket),
+            "overall": json!(s.overall),
+            "doc": json!(s.doc),
+            "ticket": json!(s.ticket),
             "sweep": sweep,
             "chosen_cut": self.chosen_cut.map(cut_value),
             "max_bluffs": self.max_bluffs,
+            "cut_by_budget": self.cut_by_budget().into_iter().map(|(b, row)| json!({
+                "max_bluffs": b, "cut": row.map(|r| cut_value(r.cut)),
+                "bluffs": row.map(|r| r.bluffs), "refused": row.map(|r| r.refused), "dropped": row.map(|r| r.dropped),
+            })).collect::<Vec<Value>>(),
             "ood": {"n": ood_n},
             "index_cut": cut_value(self.index_cut),
             "at_index_cut": (ood_n > 0 || s.overall.n > 0).then(|| {
@@ -611,6 +614,18 @@ impl Outcome {
         }
         let r = self.row_at(self.index_cut);
         let _ = writeln!(md, "The index's own cut {:.3}: {} bluffs, {} refused, {} dropped.\n", self.index_cut, r.bluffs, r.refused, r.dropped);
+        let _ = writeln!(md, "Other bluff budgets:\n\n| at most … bluffs | cut | bluffs | refused | dropped |\n|---:|---:|---:|---:|---:|");
+        for (b, row) in self.cut_by_budget() {
+            match row {
+                Some(r) => {
+                    let _ = writeln!(md, "| {b} | {:.3} | {} | {} | {} |", r.cut, r.bluffs, r.refused, r.dropped);
+                }
+                None => {
+                    let _ = writeln!(md, "| {b} | none | | | |");
+                }
+            }
+        }
+        md.push('\n');
         let _ = writeln!(md, "![refusal sweep]({plot_dir}/sweep.svg)\n");
 
         let ind = distances(m.in_domain());

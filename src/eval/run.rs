@@ -49,84 +49,52 @@ fn progress(msg: &str) {
 }
 
 pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
+    // Everything that can be wrong with the inputs is found before any index is built.
     let mut ks = args.k.clone();
     ks.sort_unstable();
     ks.dedup();
     if ks.is_empty() || ks[0] == 0 {
         return Err(EvalError::Invalid("--k takes positive cut-offs, e.g. --k 1,4,8,20".into()));
     }
+    if let Some(k) = args.fail_below_baseline.filter(|k| !ks.contains(k)) {
+        return Err(EvalError::Invalid(format!("--fail-below-baseline {k}: {k} is not one of --k")));
+    }
     let questions = qrels::load_questions(&args.qrels)?;
     let ood = match &args.ood {
         Some(p) => qrels::load_ood(p)?,
         None => Vec::new(),
     };
+    let saved_baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
     let target = resolve(&args.target)?;
     let site = args.site.clone().or_else(|| match &target {
         Target::Site(p) => Some(p.clone()),
         // `needle build SITE` writes SITE/needle/index.needle.
         Target::Index(file) => file.parent().and_then(Path::parent).map(Path::to_path_buf),
     });
-
-    let files = ModelFiles::locate().map_err(needle_err)?;
-    let model = LoadedModel::load(&files)?;
-    let embedder = model.embedder()?;
-    let model_label = format!(
-        "{} ({}, sha256 {}…)",
-        model.stamp.name,
-        files.model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-        model.stamp.model_sha256.get(..12).unwrap_or(&model.stamp.model_sha256)
-    );
-
+    let site_dir = |why: &str| {
+        site.as_deref()
+            .filter(|s| s.is_dir())
+            .ok_or_else(|| EvalError::Invalid(format!("{}: {why}, and no site folder was found; pass --site DIR", args.target.display())))
+    };
     let mut warnings = Vec::new();
     if args.skip_validation {
         warnings.push("the needles were not checked against the site (--skip-validation)".to_string());
     } else {
-        let site = site.as_deref().filter(|s| s.is_dir()).ok_or_else(|| {
-            EvalError::Invalid(format!(
-                "{}: the qrels are validated against the site's text, and no site folder was found; pass --site DIR (or --skip-validation)",
-                args.target.display()
-            ))
-        })?;
-        let docs = site_documents(site)?;
-        let checked = qrels::validate(&questions, &docs, &args.qrels.display().to_string()).map_err(|e| match e {
-            EvalError::Qrels { file, mut problems } => {
-                problems.push(format!("(checked against the canonical text of {} pages of {}; --site names another site)", docs.len(), site.display()));
-                EvalError::Qrels { file, problems }
-            }
-            other => other,
-        })?;
-        warnings.extend(checked.warnings);
+        let site = site_dir("the qrels are validated against the site's text (or pass --skip-validation)")?;
+        warnings.extend(validate_against_site(&questions, &args.qrels, site)?);
     }
+    let ablation_site = if args.ablate { Some(site_dir("--ablate builds the site with each strategy")?) } else { None };
 
-    let show_progress = std::io::stderr().is_terminal();
-    let (index, built) = match &target {
-        Target::Index(file) => {
-            let index = build::read_index(file)?;
-            index.check_model(&model.stamp, &file.display().to_string()).map_err(needle_err)?;
-            (index, None)
-        }
-        Target::Site(dir) => {
-            progress(&format!("indexing {} (default options)…", dir.display()));
-            let opts = BuildOptions { progress: show_progress, ..BuildOptions::default() };
-            let (index, report) = build::build_index(dir, &model, &opts)?;
-            (index, Some(report))
-        }
-    };
-
+    let files = ModelFiles::locate().map_err(needle_err)?;
+    let model = LoadedModel::load(&files)?;
+    let embedder = model.embedder()?;
+    let (index, built) = open_or_build(&target, &model)?;
     let queries = qrels::queries(&questions, &ood);
-    progress(&format!("embedding {} queries…", queries.len()));
-    let mut vectors = Vec::with_capacity(queries.len());
-    let mut embed_ms = Vec::with_capacity(queries.len());
-    for q in &queries {
-        let t = search::now_ms();
-        vectors.push(embedder.embed(&q.text).map_err(needle_err)?);
-        embed_ms.push(search::now_ms() - t);
-    }
+    let (vectors, embed_ms) = embed_all(&embedder, &queries)?;
     let max_chunks = args.max_chunks.unwrap_or(index.header.settings.max_chunks as usize);
     let depth = ks.iter().copied().max().unwrap_or(score::GATE_DEPTH).max(score::GATE_DEPTH);
     let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks };
 
-    let main_strategy = index.header.settings.chunk.strategy;
     let main = ctx.evaluate(&index, &[args.mode]).remove(0);
     let sweep = (!ood.is_empty()).then(|| score::sweep(&main.runs, &score::sweep_cuts(), max_chunks));
     let chosen_cut = sweep.as_ref().and_then(|rows| score::choose_cut(rows, args.max_bluffs));
@@ -134,61 +102,34 @@ pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
         Some(r) => cost_of_build(r),
         None => cost_of_index(&index, &embedder)?,
     };
-    let time = QueryTime::of(&main.runs, &embed_ms);
-    let index_cut = index.header.settings.cut;
-
-    let mut ablation = Vec::new();
-    if args.ablate {
-        let site = site.as_deref().filter(|s| s.is_dir()).ok_or_else(|| {
-            EvalError::Invalid("--ablate builds the site with each strategy; pass --site DIR".into())
-        })?;
-        let reusable = built.is_some() && index.header.settings.chunk == ChunkConfig { strategy: main_strategy, ..ChunkConfig::default() };
-        for strategy in chunk::Strategy::ALL {
-            let (evals, cost) = if reusable && strategy == main_strategy {
-                (ctx.evaluate(&index, &MODES), cost.clone())
-            } else {
-                progress(&format!("ablation: indexing {} with strategy {strategy}…", site.display()));
-                let opts = BuildOptions {
-                    chunk: ChunkConfig { strategy, ..ChunkConfig::default() },
-                    progress: show_progress,
-                    ..BuildOptions::default()
-                };
-                let (idx, rep) = build::build_index(site, &model, &opts)?;
-                (ctx.evaluate(&idx, &MODES), cost_of_build(&rep))
-            };
-            ablation.push(Strategy { name: strategy.to_string(), cost, evals });
+    let ablation = match ablation_site {
+        // The index built here with the default options is one of the strategies.
+        Some(site) => ablate(&ctx, site, &model, built.is_some().then_some((&index, &cost)))?,
+        None => Vec::new(),
+    };
+    let baseline = match (&saved_baseline, &args.baseline) {
+        (Some(saved), Some(path)) => {
+            Some(score::compare_with_baseline(&main.runs, saved, &ks, &path.display().to_string()).map_err(EvalError::Invalid)?)
         }
-    }
-    let comparisons = report::ablation_comparisons(&ablation);
-
-    let baseline = match &args.baseline {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
-            let saved: SavedRuns = serde_json::from_str(&text).map_err(|e| EvalError::Invalid(format!("{}: {e}", path.display())))?;
-            if saved.format != score::RUNS_FORMAT {
-                return Err(EvalError::Invalid(format!("{}: format {:?}, expected {:?}", path.display(), saved.format, score::RUNS_FORMAT)));
-            }
-            Some(score::compare_with_baseline(&main.runs, &saved, &ks, &path.display().to_string()).map_err(EvalError::Invalid)?)
-        }
-        None => None,
+        _ => None,
     };
 
     let outcome = Outcome {
         command: command_line(),
         target: args.target.display().to_string(),
         site: site.as_ref().map(|s| s.display().to_string()),
-        model: model_label,
+        model: model_label(&model, &files),
         ks: ks.clone(),
         max_chunks,
-        index_cut,
+        index_cut: index.header.settings.cut,
+        time: QueryTime::of(&main.runs, &embed_ms),
         main,
         cost,
-        time,
         sweep,
         max_bluffs: args.max_bluffs,
         chosen_cut,
+        comparisons: report::ablation_comparisons(&ablation),
         ablation,
-        comparisons,
         baseline,
         warnings,
     };
@@ -196,12 +137,93 @@ pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
     write_outputs(&args, &outcome, &model)?;
 
     if let (Some(k), Some(b)) = (args.fail_below_baseline, &outcome.baseline) {
-        let p = b.at.get(&k.to_string()).ok_or_else(|| EvalError::Invalid(format!("--fail-below-baseline {k}: {k} is not one of --k")))?;
-        if p.significantly_worse(0.05) {
+        if let Some(p) = b.at.get(&k.to_string()).filter(|p| p.significantly_worse(0.05)) {
             return Err(EvalError::Regression { file: b.file.clone(), k, wins: p.wins, losses: p.losses, p: p.p });
         }
     }
     Ok(())
+}
+
+fn model_label(model: &LoadedModel, files: &ModelFiles) -> String {
+    format!(
+        "{} ({}, sha256 {}…)",
+        model.stamp.name,
+        files.model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        model.stamp.model_sha256.get(..12).unwrap_or(&model.stamp.model_sha256)
+    )
+}
+
+fn read_baseline(path: &Path) -> Result<SavedRuns, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
+    let saved: SavedRuns = serde_json::from_str(&text).map_err(|e| EvalError::Invalid(format!("{}: {e}", path.display())))?;
+    if saved.format != score::RUNS_FORMAT {
+        return Err(EvalError::Invalid(format!("{}: format {:?}, expected {:?}", path.display(), saved.format, score::RUNS_FORMAT)));
+    }
+    Ok(saved)
+}
+
+/// Checks the needles against the site's canonical text; returns the warnings.
+fn validate_against_site(questions: &[Question], qrels_file: &Path, site: &Path) -> Result<Vec<String>, EvalError> {
+    let docs = site_documents(site)?;
+    match qrels::validate(questions, &docs, &qrels_file.display().to_string()) {
+        Ok(v) => Ok(v.warnings),
+        Err(EvalError::Qrels { file, mut problems }) => {
+            problems.push(format!("(checked against the canonical text of the {} pages of {})", docs.len(), site.display()));
+            Err(EvalError::Qrels { file, problems })
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// The index to score: read (and checked against the model) or built with the default
+/// options, with the build's report.
+fn open_or_build(target: &Target, model: &LoadedModel) -> Result<(Index, Option<BuildReport>), EvalError> {
+    match target {
+        Target::Index(file) => {
+            let index = build::read_index(file)?;
+            index.check_model(&model.stamp, &file.display().to_string()).map_err(needle_err)?;
+            Ok((index, None))
+        }
+        Target::Site(dir) => {
+            progress(&format!("indexing {} (default options)…", dir.display()));
+            let opts = BuildOptions { progress: std::io::stderr().is_terminal(), ..BuildOptions::default() };
+            let (index, report) = build::build_index(dir, model, &opts)?;
+            Ok((index, Some(report)))
+        }
+    }
+}
+
+/// Every query's vector, and how long each took.
+fn embed_all(embedder: &Embedder, queries: &[Query]) -> Result<(Vec<Vec<f32>>, Vec<f64>), EvalError> {
+    progress(&format!("embedding {} queries…", queries.len()));
+    let mut vectors = Vec::with_capacity(queries.len());
+    let mut ms = Vec::with_capacity(queries.len());
+    for q in queries {
+        let t = search::now_ms();
+        vectors.push(embedder.embed(&q.text).map_err(needle_err)?);
+        ms.push(search::now_ms() - t);
+    }
+    Ok((vectors, ms))
+}
+
+/// Builds the site with strategies A–F and scores BM25, dense and hybrid on each. `default`
+/// is an index already built here with the default options, reused for its strategy.
+fn ablate(ctx: &Context<'_>, site: &Path, model: &LoadedModel, default: Option<(&Index, &Cost)>) -> Result<Vec<Strategy>, EvalError> {
+    let mut out = Vec::new();
+    for strategy in chunk::Strategy::ALL {
+        let config = ChunkConfig { strategy, ..ChunkConfig::default() };
+        let (evals, cost) = match default.filter(|(idx, _)| idx.header.settings.chunk == config) {
+            Some((idx, cost)) => (ctx.evaluate(idx, &MODES), cost.clone()),
+            None => {
+                progress(&format!("ablation: indexing {} with strategy {strategy}…", site.display()));
+                let opts = BuildOptions { chunk: config, progress: std::io::stderr().is_terminal(), ..BuildOptions::default() };
+                let (idx, rep) = build::build_index(site, model, &opts)?;
+                (ctx.evaluate(&idx, &MODES), cost_of_build(&rep))
+            }
+        };
+        out.push(Strategy { name: strategy.to_string(), cost, evals });
+    }
+    Ok(out)
 }
 
 /// What every configuration is scored on.

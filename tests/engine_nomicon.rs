@@ -1,0 +1,272 @@
+//! The engine end to end on the real fixture site (The Rustonomicon built by mdBook) with the
+//! real model, through the real `needle` binary: what `build` reports, the chunk invariants
+//! against the extractor's canonical text, retrieval quality floors of issue 3, the gate, the
+//! citation table and the prompt, and int8 against fp32 vectors.
+#![cfg(feature = "native")]
+
+use needle::build::read_index;
+use needle::extract::{discover, extract_file, ExtractOptions, Extracted};
+use needle::index::Index;
+use needle::text::{normalize_for_match, slice_utf16};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+const NEEDLE: &str = env!("CARGO_BIN_EXE_needle");
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nomicon").join(rel)
+}
+
+fn needle(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let mut child = Command::new(NEEDLE)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start needle");
+    {
+        use std::io::Write;
+        let mut pipe = child.stdin.take().expect("stdin");
+        if let Some(s) = stdin {
+            pipe.write_all(s.as_bytes()).expect("write stdin");
+        }
+    }
+    let out = child.wait_with_output().expect("wait for needle");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+struct Built {
+    _dir: tempfile::TempDir,
+    index: PathBuf,
+    report: Value,
+}
+
+/// `needle build` of the fixture, once per model precision, shared by the tests of this file.
+fn built(fp32: bool) -> &'static Built {
+    static INT8: OnceLock<Built> = OnceLock::new();
+    static FP32: OnceLock<Built> = OnceLock::new();
+    (if fp32 { &FP32 } else { &INT8 }).get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let index = dir.path().join("idx");
+        let site = fixture("site");
+        let mut args = vec!["build", site.to_str().expect("utf-8 path"), "--out", index.to_str().expect("utf-8 path"), "--json"];
+        if fp32 {
+            args.push("--fp32");
+        }
+        let (ok, out, err) = needle(&args, None);
+        assert!(ok, "needle build failed:\n{out}\n{err}");
+        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("build --json is not JSON ({e}):\n{out}"));
+        Built { _dir: dir, index, report }
+    })
+}
+
+struct Question {
+    id: String,
+    needle: String,
+}
+
+fn queries() -> (Vec<(String, String)>, HashMap<String, Question>) {
+    let mut queries = Vec::new();
+    let mut questions = HashMap::new();
+    for line in std::fs::read_to_string(fixture("qrels.jsonl")).expect("qrels").lines() {
+        let q: Value = serde_json::from_str(line).expect("qrels line");
+        let id = q["id"].as_str().expect("id").to_string();
+        for phr in ["q_doc", "q_ticket"] {
+            queries.push((format!("{id}:{phr}"), q[phr].as_str().expect("query").to_string()));
+        }
+        questions.insert(id.clone(), Question { id, needle: q["needle"].as_str().expect("needle").to_string() });
+    }
+    (queries, questions)
+}
+
+fn ood() -> Vec<(String, String)> {
+    std::fs::read_to_string(fixture("ood.jsonl"))
+        .expect("ood")
+        .lines()
+        .map(|l| {
+            let q: Value = serde_json::from_str(l).expect("ood line");
+            (q["id"].as_str().expect("id").to_string(), q["query"].as_str().expect("query").to_string())
+        })
+        .collect()
+}
+
+/// Runs `needle search` and returns, per query id, its output line.
+fn search(index: &Path, mode: &str, queries: &[(String, String)]) -> HashMap<String, Value> {
+    let input: String = queries.iter().map(|(id, q)| serde_json::json!({"id": id, "query": q}).to_string() + "\n").collect();
+    let (ok, out, err) = needle(&["search", index.to_str().expect("path"), "--mode", mode, "--k", "20"], Some(&input));
+    assert!(ok, "needle search failed: {err}");
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("search output line is JSON")).collect();
+    assert_eq!(lines.len(), queries.len(), "one output line per query, in order");
+    for ((id, _), line) in queries.iter().zip(&lines) {
+        assert_eq!(line["id"].as_str(), Some(id.as_str()), "output in input order");
+    }
+    lines.into_iter().map(|l| (l["id"].as_str().expect("id").to_string(), l)).collect()
+}
+
+/// 1-based rank of the first hit whose content contains the question's needle.
+fn rank_of(line: &Value, needle: &str) -> Option<usize> {
+    let n = normalize_for_match(needle);
+    line["hits"].as_array()?.iter().find(|h| normalize_for_match(h["content"].as_str().unwrap_or("")).contains(&n)).and_then(|h| h["rank"].as_u64()).map(|r| r as usize)
+}
+
+fn recall(ranks: &[Option<usize>], k: usize) -> f64 {
+    ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / ranks.len() as f64
+}
+
+fn ranks(index: &Path, mode: &str) -> Vec<Option<usize>> {
+    let (queries, questions) = queries();
+    let out = search(index, mode, &queries);
+    queries
+        .iter()
+        .map(|(id, _)| {
+            let q = &questions[id.split(':').next().expect("id")];
+            rank_of(&out[id], &q.needle)
+        })
+        .collect()
+}
+
+fn canonical_texts() -> HashMap<String, String> {
+    let opts = ExtractOptions::default();
+    let found = discover(&fixture("site"), &opts).expect("discover");
+    found
+        .files
+        .iter()
+        .filter_map(|f| {
+            let bytes = std::fs::read(&f.abs_path).ok()?;
+            match extract_file(f, &bytes, &opts).ok()? {
+                Extracted::Page(doc) => Some((doc.path, doc.text)),
+                Extracted::Skipped(_) => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn build_reports_what_it_wrote_and_skips_what_is_not_content() {
+    let b = built(false);
+    let r = &b.report;
+    let skipped: Vec<&str> = r["skipped"].as_array().expect("skipped").iter().map(|s| s[0].as_str().expect("path")).collect();
+    for page in ["print.html", "toc.html", "index.html", "arc.html", "vec.html"] {
+        assert!(skipped.contains(&page), "{page} should be skipped, skipped = {skipped:?}");
+    }
+    assert_eq!(r["failed"].as_array().map(Vec::len), Some(0), "no page of the fixture fails: {}", r["failed"]);
+    let idx = read_index(&b.index).expect("read the index back");
+    assert_eq!(r["chunks"].as_u64(), Some(idx.header.chunks.len() as u64), "reported chunks = chunks in the index");
+    assert_eq!(r["pages_ok"].as_u64(), Some(idx.header.pages.len() as u64));
+    let sum: u32 = idx.header.pages.iter().map(|p| p.chunk_count).sum();
+    assert_eq!(sum as usize, idx.header.chunks.len(), "per-page counts add up");
+    assert!(idx.header.pages.iter().all(|p| p.chunk_count > 0), "every indexed page has chunks");
+    assert!(r["embedded_tokens"].as_u64().unwrap_or(0) > r["header_tokens"].as_u64().unwrap_or(0));
+}
+
+#[test]
+fn every_chunk_quotes_exactly_its_range_of_the_canonical_text() {
+    let idx: Index = read_index(&built(false).index).expect("index");
+    let texts = canonical_texts();
+    for (i, c) in idx.header.chunks.iter().enumerate() {
+        let page = &idx.header.pages[c.page as usize];
+        let text = texts.get(&page.path).unwrap_or_else(|| panic!("{} not extracted", page.path));
+        assert_eq!(needle::index::sha256_hex(text.as_bytes()), page.content_hash, "{}: content hash", page.path);
+        let slice = slice_utf16(text, c.from as usize, c.to as usize);
+        assert_eq!(slice, Some(c.content.as_str()), "chunk {i} of {}: canonical[{}..{}] != content", page.path, c.from, c.to);
+        assert!(!c.content.trim().is_empty());
+        assert!(!c.header.contains(&c.content), "chunk {i}: the header is not the quote");
+    }
+}
+
+#[test]
+fn no_embedded_text_exceeds_the_encoder_window() {
+    let idx = read_index(&built(false).index).expect("index");
+    let files = needle::model::ModelFiles::locate().expect("model");
+    let emb = needle::build::LoadedModel::load(&files).expect("model").embedder().expect("embedder");
+    for c in &idx.header.chunks {
+        let n = emb.token_count(&c.embedded_text()).expect("tokenize");
+        assert!(n <= needle::embed::MAX_TOKENS, "{} word-pieces in a chunk of page {}", n, c.page);
+    }
+}
+
+#[test]
+fn strategy_e_hybrid_meets_the_recall_floors_and_destroys_nothing() {
+    let b = built(false);
+    let idx = read_index(&b.index).expect("index");
+    let (_, questions) = queries();
+    let mut destroyed = Vec::new();
+    for q in questions.values() {
+        let n = normalize_for_match(&q.needle);
+        let holders = idx.header.chunks.iter().filter(|c| normalize_for_match(&c.content).contains(&n)).count();
+        if holders == 0 {
+            destroyed.push(q.id.clone());
+        }
+    }
+    assert!(destroyed.is_empty(), "answers destroyed by chunking: {destroyed:?}");
+    let r = ranks(&b.index, "hybrid");
+    let (r4, r20) = (recall(&r, 4), recall(&r, 20));
+    println!("hybrid int8: R@4 {r4:.3}  R@20 {r20:.3}");
+    assert!(r4 >= 0.60, "hybrid R@4 {r4:.3} < 0.60");
+    assert!(r20 >= 0.79, "hybrid R@20 {r20:.3} < 0.79");
+}
+
+#[test]
+fn int8_dense_recall_is_not_significantly_below_fp32() {
+    let int8 = ranks(&built(false).index, "dense");
+    let fp32 = ranks(&built(true).index, "dense");
+    let hit = |r: &Option<usize>| r.is_some_and(|r| r <= 4);
+    let wins = int8.iter().zip(&fp32).filter(|(a, b)| hit(a) && !hit(b)).count();
+    let losses = int8.iter().zip(&fp32).filter(|(a, b)| !hit(a) && hit(b)).count();
+    let p = needle::eval::stats::sign_test(wins, losses);
+    println!("dense R@4 int8 {:.3} fp32 {:.3}; int8 wins {wins}, losses {losses}, sign test p = {p:.3}", recall(&int8, 4), recall(&fp32, 4));
+    assert!(!(losses > wins && p < 0.05), "int8 dense R@4 is significantly below fp32 (p = {p:.4})");
+}
+
+#[test]
+fn query_prints_citations_and_refuses_off_topic_questions() {
+    let index = built(false).index.to_str().expect("path").to_string();
+    let (ok, out, err) = needle(&["query", &index, "How can the scope of unsafe code be limited?"], None);
+    assert!(ok, "{err}");
+    let first = out.lines().next().unwrap_or("");
+    assert!(first.starts_with("[1] working-with-unsafe.html  "), "the page that answers is cited first: {out}");
+    assert!(first.contains("  #char=") && first.contains("  d=0."), "{first}");
+    assert!(out.contains("the only bullet-proof way to limit the scope of unsafe code"), "the quote is shown: {out}");
+
+    let (ok, out, _) = needle(&["query", &index, "What is a good recipe for sourdough bread with a crisp crust?"], None);
+    assert!(ok);
+    assert!(out.starts_with("NO ANSWER: nothing under cosine distance "), "{out}");
+
+    let (ok, out, _) = needle(&["query", &index, "How can the scope of unsafe code be limited?", "--prompt"], None);
+    assert!(ok);
+    assert!(out.starts_with(needle::cite::INSTRUCTIONS), "{out}");
+    assert!(out.contains("\n[1] ") && out.contains("Question: How can the scope of unsafe code be limited?"));
+    assert!(!out.contains("#char="), "the prompt carries no links");
+}
+
+#[test]
+fn the_gate_refuses_most_out_of_domain_queries_and_json_matches_the_table() {
+    let b = built(false);
+    let out = search(&b.index, "hybrid", &ood());
+    let bluffs = out.values().filter(|l| !l["answer"].as_array().map_or(true, Vec::is_empty)).count();
+    println!("out-of-domain queries answered at the default cut: {bluffs}/30");
+    assert!(bluffs <= 15, "{bluffs} of 30 out-of-domain queries got an answer");
+    for line in out.values() {
+        for &i in line["answer"].as_array().expect("answer") .iter().map(|v| v.as_u64().expect("index")).collect::<Vec<_>>().iter() {
+            let hit = &line["hits"][i as usize];
+            assert!(hit["distance"].as_f64().expect("distance") < 1.0);
+        }
+    }
+}
+
+#[test]
+fn a_corrupt_index_is_refused_with_the_file_named() {
+    let b = built(false);
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut bytes = std::fs::read(b.index.join("index.needle")).expect("read");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(dir.path().join("index.needle"), &bytes).expect("write");
+    let (ok, _, err) = needle(&["query", dir.path().to_str().expect("path"), "anything"], None);
+    assert!(!ok);
+    assert!(err.contains("index.needle") && err.contains("checksum mismatch"), "{err}");
+}
