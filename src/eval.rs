@@ -105,8 +105,8 @@ pub enum EvalError {
     Qrels { file: String, problems: Vec<String> },
     #[error(transparent)]
     Needle(#[from] crate::Error),
-    #[error("{file}: hybrid R@{k} fell significantly below the baseline: {wins} wins, {losses} losses, sign test p = {p:.4}")]
-    Regression { file: String, k: usize, wins: usize, losses: usize, p: f64 },
+    #[error("{file}: {mode} R@{k} fell significantly below the baseline: {wins} wins, {losses} losses, sign test p = {p:.4}")]
+    Regression { file: String, mode: &'static str, k: usize, wins: usize, losses: usize, p: f64 },
 }
 
 impl EvalError {

@@ -81,6 +81,10 @@ export interface Engine {
   prompt(question: string, result: NeedleResult): Promise<string>;
   pages(): Promise<NeedlePage[]>;
   quote(page: string, from: number, to: number): Promise<string | null>;
+  /** The chunks of `page` in index order. */
+  chunksOf(page: string): Promise<{ from: number; to: number; section: string; content: string }[]>;
+  /** The model's token ids for `text` ([CLS] … [SEP]); needs the model. */
+  tokenize(text: string): Promise<BigInt64Array>;
   embed(text: string): Promise<number[]>;
   close(): void;
 }

@@ -487,6 +487,7 @@ impl Outcome {
 
         let _ = writeln!(md, "## Cost\n");
         let _ = writeln!(md, "- Index: {}.", self.cost.line());
+        let _ = writeln!(md, "- Times are wall-clock on the machine that ran this report, as it was loaded at the time.");
         let q = &self.time;
         let _ = writeln!(
             md,
@@ -509,11 +510,15 @@ impl Outcome {
 
     fn markdown_ablation(&self, md: &mut String) {
         let _ = writeln!(md, "## Ablation: chunking strategies × retrievers\n");
+        let c = crate::chunk::ChunkConfig::default();
         let _ = writeln!(
             md,
-            "A blind 512-character cuts; B = A + 64 characters of overlap; C paragraph/sentence boundaries; D = C + overlap; \
-             E = C + the contextual header `[page > section]` (embedded, never quoted); F = E + overlap. Each strategy is a \
-             separate index of the same site; every query is embedded once and searched in all of them.\n"
+            "A: blind cuts every {t} characters; B = A + the previous chunk's last {o} characters; C: the page's blocks packed up \
+             to {t} characters (a heading starts a chunk, a longer block is split at sentences); D = C + overlap; E = C + the \
+             contextual header `[page title > section]`, embedded but never quoted; F = E + overlap. Each strategy is a separate \
+             index of the same site; every query is embedded once and searched in all of them.\n",
+            t = c.target_chars,
+            o = c.overlap_chars
         );
         let _ = write!(md, "| strategy | retriever | chunks |");
         for k in &self.ks {

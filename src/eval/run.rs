@@ -138,7 +138,7 @@ pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
 
     if let (Some(k), Some(b)) = (args.fail_below_baseline, &outcome.baseline) {
         if let Some(p) = b.at.get(&k.to_string()).filter(|p| p.significantly_worse(0.05)) {
-            return Err(EvalError::Regression { file: b.file.clone(), k, wins: p.wins, losses: p.losses, p: p.p });
+            return Err(EvalError::Regression { file: b.file.clone(), mode: mode_name(args.mode), k, wins: p.wins, losses: p.losses, p: p.p });
         }
     }
     Ok(())
@@ -165,6 +165,12 @@ fn read_baseline(path: &Path) -> Result<SavedRuns, EvalError> {
 /// Checks the needles against the site's canonical text; returns the warnings.
 fn validate_against_site(questions: &[Question], qrels_file: &Path, site: &Path) -> Result<Vec<String>, EvalError> {
     let docs = site_documents(site)?;
+    if docs.is_empty() {
+        return Err(EvalError::Invalid(format!(
+            "{}: no pages to check the qrels against; pass --site with the site folder the index was built from",
+            site.display()
+        )));
+    }
     match qrels::validate(questions, &docs, &qrels_file.display().to_string()) {
         Ok(v) => Ok(v.warnings),
         Err(EvalError::Qrels { file, mut problems }) => {
