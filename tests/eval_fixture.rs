@@ -6,6 +6,7 @@
 //!   (tests/fixtures/eval/baseline-hybrid.json; see tests/fixtures/eval/README.md to update it);
 //! - a question set whose needles are missing, repeated or only in a heading is rejected,
 //!   naming each question.
+//!
 //! The index is built once (`needle build`) and shared by the tests of this file.
 
 use serde_json::Value;

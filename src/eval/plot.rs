@@ -115,7 +115,7 @@ pub fn sweep_svg(rows: &[SweepRow], n_in_domain: usize, n_ood: usize, markers: &
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(draw_error)?;
-        let series: [(String, RGBColor, fn(&SweepRow) -> usize); 3] = [
+        let series: [Series; 3] = [
             (format!("bluffs (of {n_ood} out-of-domain)"), OUT_OF_DOMAIN, |r| r.bluffs),
             (format!("refused (of {n_in_domain} in-domain)"), IN_DOMAIN, |r| r.refused),
             (format!("answer dropped by the gate (of {n_in_domain})"), DROPPED, |r| r.dropped),
@@ -141,6 +141,9 @@ pub fn sweep_svg(rows: &[SweepRow], n_in_domain: usize, n_ood: usize, markers: &
     }
     Ok(svg)
 }
+
+/// A sweep curve: its label, colour and the count it plots.
+type Series = (String, RGBColor, fn(&SweepRow) -> usize);
 
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>;
 

@@ -294,7 +294,7 @@ pub(crate) mod tests {
         assert_eq!(s.doc.recall_at(4), 0.5);
         assert_eq!((s.doc.destroyed, s.ticket.destroyed), (0, 1));
         let [lo, hi] = s.overall.wilson_at(4);
-        assert_eq!((lo, hi), stats::wilson(2, 4, stats::Z95).into());
+        assert_eq!((lo, hi), stats::wilson(2, 4, stats::Z95));
     }
 
     #[test]
