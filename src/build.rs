@@ -5,7 +5,7 @@
 //! planned.
 
 use crate::chunk::{self, ChunkConfig};
-use crate::embed::{Embedder, DIM, MODEL_NAME};
+use crate::embed::Embedder;
 use crate::extract::{self, ExtractOptions, Extracted};
 use crate::index::{self, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp};
 use crate::model::ModelFiles;
@@ -82,12 +82,7 @@ impl LoadedModel {
     pub fn load(files: &ModelFiles) -> Result<Self, Error> {
         let model = std::fs::read(&files.model).map_err(|e| Error::io(&files.model, e))?;
         let tokenizer = std::fs::read(&files.tokenizer).map_err(|e| Error::io(&files.tokenizer, e))?;
-        let stamp = ModelStamp {
-            name: MODEL_NAME.into(),
-            dim: DIM as u32,
-            model_sha256: index::sha256_hex(&model),
-            tokenizer_sha256: index::sha256_hex(&tokenizer),
-        };
+        let stamp = crate::model::stamp(&model, &tokenizer);
         Ok(LoadedModel { model, tokenizer, stamp })
     }
 

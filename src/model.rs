@@ -100,10 +100,8 @@ impl ModelError {
 // ---------------------------------------------------------------------------------------------
 // Hashes and stamps
 
-/// Lower-case hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+pub use crate::index::sha256_hex;
+use crate::index::hex;
 
 /// Lower-case hex sha256 of the file at `path`, read in blocks (model files are ~100 MB).
 pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
@@ -118,10 +116,6 @@ pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
         hasher.update(&buf[..n]);
     }
     Ok(hex(&hasher.finalize()))
-}
-
-fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The stamp an index records for a model given as bytes (the ONNX file and `tokenizer.json`).
