@@ -260,8 +260,8 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
 }
 
 /// Builds and writes `out_dir/index.needle` atomically (write then rename), so a failed build
-/// never leaves a half-written index behind.
-pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptions) -> Result<(Index, BuildReport), Error> {
+/// never leaves a half-written index behind. Returns the bytes written, for the browser bundle.
+pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptions) -> Result<(Vec<u8>, BuildReport), Error> {
     let (index, mut report) = build_index(site, model, opts)?;
     let bytes = index.to_bytes()?;
     report.index_bytes = bytes.len();
@@ -270,7 +270,7 @@ pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptio
     let tmp = out_dir.join(format!("{}.tmp", index::INDEX_FILE));
     std::fs::write(&tmp, &bytes).map_err(|e| Error::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-    Ok((index, report))
+    Ok((bytes, report))
 }
 
 /// Reads `dir/index.needle` (or the file itself if `path` is a file).

@@ -166,9 +166,9 @@ fn run(cli: Cli) -> Result<()> {
             let files = ModelFiles::locate()?;
             let files = if fp32 { files.fp32_files() } else { files };
             let model = LoadedModel::load(&files)?;
-            let (index, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;
+            let (index_bytes, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;
             // The browser bundle ships the exact model file the vectors came from.
-            match needle::bundle::write_bundle(&out, &index.to_bytes()?, &files.model, &files.tokenizer) {
+            match needle::bundle::write_bundle(&out, &index_bytes, &files.model, &files.tokenizer) {
                 Ok(r) => eprintln!("browser bundle: {} files, {:.1} MB in {}", r.files.len(), r.total_bytes as f64 / 1e6, out.display()),
                 Err(e) => eprintln!("warning: no browser bundle: {e}"),
             }
