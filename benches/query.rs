@@ -25,7 +25,7 @@ fn fixture_index(model: &LoadedModel) -> Index {
         }
     }
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nomicon/site");
-    let (idx, _) = build_index(&site, model, &BuildOptions::default()).expect("build the fixture index");
+    let (idx, _) = build_index(&site, model, &BuildOptions::default(), None).expect("build the fixture index");
     std::fs::write(&cache, idx.to_bytes().expect("serialise")).expect("cache the index");
     idx
 }

@@ -2,7 +2,14 @@
 //! on every core (one tract model per thread), BM25, write.
 //! Invariants: a page that fails at any stage ends `failed` with its reason and contributes no
 //! chunk; every count in the report and in the index is what was written, never what was
-//! planned.
+//! planned; skipped pages are recorded in the index too, so `needle status` shows everything.
+//!
+//! Incremental builds: given the previous index, a page whose path, title and content hash are
+//! unchanged keeps its chunks and vectors; every other page is chunked and embedded. Vectors
+//! are reused only when the previous index carries the same model, tokenizer, pipeline and
+//! extractor stamp and the same chunker settings; otherwise everything is rebuilt and the
+//! report says why. Reused vectors are bit-identical to what a clean build computes (one
+//! chunk per tract run, so no batch effects), which the tests check.
 
 use crate::chunk::{self, ChunkConfig};
 use crate::embed::Embedder;
@@ -30,6 +37,9 @@ pub struct BuildOptions {
     /// Embedding threads; `None` = all cores.
     pub threads: Option<usize>,
     pub progress: bool,
+    /// Reuse the chunks and vectors of unchanged pages from the index already in the output
+    /// folder (see the module documentation).
+    pub incremental: bool,
 }
 
 impl Default for BuildOptions {
@@ -41,6 +51,7 @@ impl Default for BuildOptions {
             max_chunks: 4,
             threads: None,
             progress: false,
+            incremental: true,
         }
     }
 }
@@ -59,6 +70,13 @@ pub struct BuildReport {
     pub embed_seconds: f64,
     pub threads: usize,
     pub index_bytes: usize,
+    /// Pages (and their chunks) taken unchanged from the previous index.
+    pub reused_pages: usize,
+    pub reused_chunks: usize,
+    /// Chunks embedded by this build (`chunks - reused_chunks`).
+    pub embedded_chunks: usize,
+    /// Why a previous index in the output folder was not reused, when there was one.
+    pub full_rebuild_reason: Option<String>,
 }
 
 impl BuildReport {
@@ -96,10 +114,92 @@ struct PlannedChunk {
     chunk: chunk::Chunk,
 }
 
+/// What a build may take from the previous index: its pages by path, or why nothing.
+struct Previous<'a> {
+    index: &'a Index,
+    /// path → the previous page's position, for `ok` pages only.
+    pages: std::collections::HashMap<&'a str, usize>,
+    /// previous page → its chunks' positions (chunks of a page are contiguous, in order).
+    chunks: Vec<std::ops::Range<usize>>,
+}
+
+impl<'a> Previous<'a> {
+    /// `Err(reason)` when the previous index's vectors must not be mixed with this build's.
+    fn new(index: &'a Index, stamp: &Stamp, opts: &BuildOptions) -> Result<Self, String> {
+        let old = &index.header.stamp;
+        if old.model != stamp.model {
+            let (a, b) = (&old.model, &stamp.model);
+            let what = if a.name != b.name || a.dim != b.dim || a.model_sha256 != b.model_sha256 {
+                format!("the model changed ({} {} → {} {})", a.name, short(&a.model_sha256), b.name, short(&b.model_sha256))
+            } else {
+                format!("the tokenizer changed ({} → {})", short(&a.tokenizer_sha256), short(&b.tokenizer_sha256))
+            };
+            return Err(what);
+        }
+        if old.pipeline_version != stamp.pipeline_version {
+            return Err(format!("the pipeline version changed ({} → {})", old.pipeline_version, stamp.pipeline_version));
+        }
+        if old.extractor_version != stamp.extractor_version {
+            return Err(format!("the extractor version changed ({} → {})", old.extractor_version, stamp.extractor_version));
+        }
+        if index.header.settings.chunk != opts.chunk {
+            return Err(format!("the chunker settings changed ({:?} → {:?})", index.header.settings.chunk, opts.chunk));
+        }
+        let h = &index.header;
+        let mut chunks = vec![0..0; h.pages.len()];
+        let mut i = 0;
+        while i < h.chunks.len() {
+            let p = h.chunks[i].page as usize;
+            let start = i;
+            while i < h.chunks.len() && h.chunks[i].page as usize == p {
+                i += 1;
+            }
+            // The reader checked the page numbers. A page whose chunks are not contiguous was not
+            // written by this builder: its run is shorter than its count, and it is not reused.
+            if let Some(r) = chunks.get_mut(p) {
+                *r = start..i;
+            }
+        }
+        let pages = h
+            .pages
+            .iter()
+            .enumerate()
+            .filter(|(p, e)| e.status == PageStatus::Ok && chunks[*p].len() == e.chunk_count as usize && e.chunk_count > 0)
+            .map(|(p, e)| (e.path.as_str(), p))
+            .collect();
+        Ok(Previous { index, pages, chunks })
+    }
+
+    /// The previous page that `page` may reuse: same path, title and canonical text.
+    fn matching(&self, page: &PageEntry) -> Option<usize> {
+        let &p = self.pages.get(page.path.as_str())?;
+        let old = &self.index.header.pages[p];
+        (old.content_hash == page.content_hash && old.title == page.title && old.text_len == page.text_len).then_some(p)
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
 /// Builds the index of `site` and returns it with the report; the caller writes it.
-pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Result<(Index, BuildReport), Error> {
+/// `previous` is the index already in the output folder, if any (see the module documentation).
+pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previous: Option<&Index>) -> Result<(Index, BuildReport), Error> {
     let start = Instant::now();
     let mut report = BuildReport::default();
+    let stamp = Stamp {
+        model: model.stamp.clone(),
+        pipeline_version: crate::PIPELINE_VERSION,
+        extractor_version: extract::EXTRACTOR_VERSION,
+    };
+    let previous = match previous.map(|p| Previous::new(p, &stamp, opts)) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(reason)) => {
+            report.full_rebuild_reason = Some(reason);
+            None
+        }
+    };
     let discovered = extract::discover(site, &opts.extract)?;
     report.skipped.extend(discovered.excluded.iter().cloned());
 
@@ -108,15 +208,20 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
         .files
         .par_iter()
         .map(|src| {
-            let res = std::fs::read(&src.abs_path)
-                .map_err(|e| format!("cannot read: {e}"))
-                .and_then(|bytes| extract::extract_file(src, &bytes, &opts.extract).map_err(|e| e.to_string()));
+            let res = extract::read_page(src, &opts.extract)
+                .and_then(|bytes| extract::extract_file(src, &bytes, &opts.extract))
+                .map_err(|e| strip_path(&e.to_string(), &src.rel_path));
             (src.rel_path.clone(), res)
         })
         .collect();
 
     let mut pages: Vec<PageEntry> = Vec::new();
     let mut docs: Vec<Option<Document>> = Vec::new();
+    for (path, reason) in &discovered.unreadable {
+        report.failed.push((path.clone(), reason.clone()));
+        pages.push(failed_page(path.clone(), reason.clone()));
+        docs.push(None);
+    }
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (path, res) in extracted {
         match res {
@@ -147,6 +252,13 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
         }
     }
 
+    // Unchanged pages keep their chunks and vectors.
+    let reuse: Vec<Option<usize>> = pages
+        .iter()
+        .zip(&docs)
+        .map(|(page, doc)| doc.as_ref().and(previous.as_ref()).and_then(|prev| prev.matching(page)))
+        .collect();
+
     // Chunking needs the tokenizer (window check); one embedder per thread does it all.
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads).max(1);
     report.threads = threads;
@@ -159,6 +271,9 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
     let mut planned: Vec<PlannedChunk> = Vec::new();
     for (p, doc) in docs.iter().enumerate() {
         let Some(doc) = doc else { continue };
+        if reuse[p].is_some() {
+            continue;
+        }
         let mut failure = None;
         let mut count = |s: &str| match counter.token_count(s) {
             Ok(n) => n,
@@ -170,6 +285,13 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
         let (chunks, stats) = chunk::chunk_document(doc, &opts.chunk, &mut count);
         if let Some(reason) = failure {
             mark_failed(&mut pages[p], &mut report, format!("tokenizer: {reason}"));
+            continue;
+        }
+        if chunks.is_empty() {
+            // Only headings: nothing a citation could quote.
+            let reason = "no text outside headings".to_string();
+            report.skipped.push((pages[p].path.clone(), reason.clone()));
+            pages[p].status = PageStatus::Skipped { reason };
             continue;
         }
         report.split_for_window += stats.split_for_window;
@@ -215,8 +337,8 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
         }
     }
 
-    let mut chunks = Vec::new();
-    let mut vectors = Vec::new();
+    // Assemble page by page, in page order: reused pages copy their old chunks and vectors.
+    let mut fresh: Vec<Vec<(ChunkEntry, Vec<f32>)>> = vec![Vec::new(); pages.len()];
     for (pc, res) in planned.into_iter().zip(embedded) {
         let Ok((v, tokens, header_tokens)) = res else { continue };
         if pages[pc.page].status != PageStatus::Ok {
@@ -225,29 +347,56 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
         report.embedded_tokens += tokens;
         report.header_tokens += header_tokens;
         let c = pc.chunk;
-        chunks.push(ChunkEntry {
+        let entry = ChunkEntry {
             page: pc.page as u32,
             section: c.section,
             from: c.from as u32,
             to: c.to as u32,
             header: c.text[..c.header_len].trim_end().to_string(),
             content: c.content,
-        });
-        pages[pc.page].chunk_count += 1;
-        vectors.extend_from_slice(&v);
+        };
+        fresh[pc.page].push((entry, v));
+    }
+    let mut chunks = Vec::new();
+    let mut vectors = Vec::new();
+    for (p, page_chunks) in fresh.into_iter().enumerate() {
+        if pages[p].status != PageStatus::Ok {
+            continue;
+        }
+        if let (Some(old), Some(prev)) = (reuse[p], previous.as_ref()) {
+            for i in prev.chunks[old].clone() {
+                let mut entry = prev.index.header.chunks[i].clone();
+                entry.page = p as u32;
+                chunks.push(entry);
+                vectors.extend_from_slice(prev.index.vector(i));
+            }
+            pages[p].chunk_count = prev.chunks[old].len() as u32;
+            report.reused_pages += 1;
+            report.reused_chunks += prev.chunks[old].len();
+            continue;
+        }
+        for (entry, v) in page_chunks {
+            chunks.push(entry);
+            vectors.extend_from_slice(&v);
+            pages[p].chunk_count += 1;
+        }
     }
     report.pages_ok = pages.iter().filter(|p| p.status == PageStatus::Ok).count();
     report.chunks = chunks.len();
+    report.embedded_chunks = report.chunks - report.reused_chunks;
+
+    // Skipped pages close the list (they own no chunks), so `needle status` shows them too.
+    report.skipped.sort();
+    let listed: std::collections::HashSet<String> = pages.iter().map(|p| p.path.clone()).collect();
+    let skipped: Vec<PageEntry> =
+        report.skipped.iter().filter(|(path, _)| !listed.contains(path)).map(|(path, reason)| skipped_page(path.clone(), reason.clone())).collect();
+    pages.extend(skipped);
 
     let texts: Vec<String> = chunks.iter().map(ChunkEntry::embedded_text).collect();
     let bm25 = crate::bm25::Bm25::build(texts.iter().map(String::as_str));
     let index = Index {
         header: Header {
-            stamp: Stamp {
-                model: model.stamp.clone(),
-                pipeline_version: crate::PIPELINE_VERSION,
-                extractor_version: extract::EXTRACTOR_VERSION,
-            },
+            stamp,
             settings: Settings { chunk: opts.chunk.clone(), cut: opts.cut, max_chunks: opts.max_chunks },
             pages,
             chunks,
@@ -260,13 +409,30 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions) -> Res
 }
 
 /// Builds and writes `out_dir/index.needle` atomically (write then rename), so a failed build
-/// never leaves a half-written index behind. Returns the bytes written, for the browser bundle.
+/// never leaves a half-written index behind. With `opts.incremental`, an index already there
+/// lends the vectors of unchanged pages; one that cannot be read is rebuilt from scratch (the
+/// report says why). Returns the bytes written, for the browser bundle.
 pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptions) -> Result<(Vec<u8>, BuildReport), Error> {
-    let (index, mut report) = build_index(site, model, opts)?;
+    let path = out_dir.join(index::INDEX_FILE);
+    let mut unreadable = None;
+    let previous = if opts.incremental && path.is_file() {
+        match read_index(&path) {
+            Ok(idx) => Some(idx),
+            Err(e) => {
+                unreadable = Some(format!("the previous index could not be read ({e})"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let (index, mut report) = build_index(site, model, opts, previous.as_ref())?;
+    if unreadable.is_some() {
+        report.full_rebuild_reason = unreadable;
+    }
     let bytes = index.to_bytes()?;
     report.index_bytes = bytes.len();
     std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
-    let path = out_dir.join(index::INDEX_FILE);
     let tmp = out_dir.join(format!("{}.tmp", index::INDEX_FILE));
     std::fs::write(&tmp, &bytes).map_err(|e| Error::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
@@ -293,6 +459,15 @@ fn ok_page(doc: &Document, hash: String) -> PageEntry {
 
 fn failed_page(path: String, reason: String) -> PageEntry {
     PageEntry { path, title: String::new(), content_hash: String::new(), text_len: 0, status: PageStatus::Failed { reason }, chunk_count: 0 }
+}
+
+fn skipped_page(path: String, reason: String) -> PageEntry {
+    PageEntry { path, title: String::new(), content_hash: String::new(), text_len: 0, status: PageStatus::Skipped { reason }, chunk_count: 0 }
+}
+
+/// Extraction errors start with the page's path; the report pairs the path with the reason.
+fn strip_path(message: &str, path: &str) -> String {
+    message.strip_prefix(path).and_then(|m| m.strip_prefix(": ")).unwrap_or(message).to_string()
 }
 
 fn mark_failed(page: &mut PageEntry, report: &mut BuildReport, reason: String) {

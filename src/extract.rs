@@ -248,7 +248,15 @@ pub enum ExtractError {
     Binary { path: String, offset: usize },
     #[error("{path}: {reason}")]
     Encoding { path: String, reason: String },
+    #[error("{path}: {size} bytes, over the page size limit of {limit} bytes (raise it with --max-page-bytes)")]
+    TooLarge { path: String, size: u64, limit: u64 },
+    #[error("{path}: cannot read: {reason}")]
+    Read { path: String, reason: String },
 }
+
+/// The default page size limit: a documentation page is rarely over 1 MB of HTML; 16 MiB
+/// leaves room for big generated reference pages and keeps one stray dump from stalling a build.
+pub const DEFAULT_MAX_PAGE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What to extract and from where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,11 +266,17 @@ pub struct ExtractOptions {
     /// Globs relative to the site root (see [`DEFAULT_EXCLUDES`] for the syntax). The default
     /// value holds the defaults; a caller adding its own should extend, not replace, them.
     pub exclude: Vec<String>,
+    /// Pages larger than this many bytes fail with [`ExtractError::TooLarge`] unread.
+    pub max_page_bytes: u64,
 }
 
 impl Default for ExtractOptions {
     fn default() -> Self {
-        ExtractOptions { selector: None, exclude: DEFAULT_EXCLUDES.iter().map(|s| s.to_string()).collect() }
+        ExtractOptions {
+            selector: None,
+            exclude: DEFAULT_EXCLUDES.iter().map(|s| s.to_string()).collect(),
+            max_page_bytes: DEFAULT_MAX_PAGE_BYTES,
+        }
     }
 }
 
@@ -303,6 +317,9 @@ pub struct Discovered {
     /// `(rel_path, reason)` of every page file (or whole folder, written with a trailing `/`)
     /// left out, sorted; for the build summary.
     pub excluded: Vec<(String, String)>,
+    /// `(rel_path, reason)` of page files the walk could not read (a dangling link, no
+    /// permission): the build records them as failed.
+    pub unreadable: Vec<(String, String)>,
 }
 
 /// What became of one page.
@@ -379,9 +396,20 @@ pub fn discover(site: &Path, opts: &ExtractOptions) -> Result<Discovered, Extrac
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
-                // One unreadable entry (permissions, a symlink loop) must not sink the build.
+                // One unreadable entry (permissions, a dangling link, a symlink loop) must not
+                // sink the build: an unreadable page fails, anything else is left out, both named.
                 let rel = e.path().and_then(|p| relative(site, p)).unwrap_or_else(|| site.display().to_string());
-                out.excluded.push((rel, format!("cannot read: {e}")));
+                let reason = match (e.io_error(), e.loop_ancestor()) {
+                    (_, Some(_)) => "symbolic link loop".to_string(),
+                    (Some(io), _) => io.to_string(),
+                    _ => e.to_string(),
+                };
+                let is_page = e.path().and_then(SourceKind::from_path).is_some();
+                if is_page {
+                    out.unreadable.push((rel, format!("cannot read: {reason}")));
+                } else {
+                    out.excluded.push((rel, format!("cannot read: {reason}")));
+                }
                 continue;
             }
         };
@@ -411,7 +439,29 @@ pub fn discover(site: &Path, opts: &ExtractOptions) -> Result<Discovered, Extrac
     }
     out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     out.excluded.sort();
+    out.unreadable.sort();
     Ok(out)
+}
+
+/// Reads a page's bytes, refusing one over `opts.max_page_bytes` without reading it whole
+/// (the size is checked on the open file, and the read stops one byte past the limit, so a
+/// file that grows meanwhile is caught too).
+pub fn read_page(src: &SourceFile, opts: &ExtractOptions) -> Result<Vec<u8>, ExtractError> {
+    use std::io::Read;
+    let read_err = |e: std::io::Error| ExtractError::Read { path: src.rel_path.clone(), reason: e.to_string() };
+    let file = std::fs::File::open(&src.abs_path).map_err(read_err)?;
+    let limit = opts.max_page_bytes;
+    let too_large = |size: u64| ExtractError::TooLarge { path: src.rel_path.clone(), size, limit };
+    let size = file.metadata().map_err(read_err)?.len();
+    if size > limit {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(read_err)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// Extracts one page from its bytes (see the module documentation for the rule).

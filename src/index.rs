@@ -330,4 +330,55 @@ pub(crate) mod tests {
             assert!(Index::from_bytes(&bytes[..n], "t").is_err());
         }
     }
+
+    /// Rewrites the checksum so that a mutation reaches the structural checks.
+    fn reseal(bytes: &mut [u8]) {
+        let body_end = bytes.len() - 40;
+        let digest = Sha256::digest(&bytes[..body_end]);
+        bytes[body_end..body_end + 32].copy_from_slice(&digest);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Any byte string is refused or read, never a panic.
+        #[test]
+        fn the_reader_never_panics_on_any_bytes(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512), magic in proptest::bool::ANY) {
+            let mut bytes = if magic { MAGIC.to_vec() } else { Vec::new() };
+            bytes.extend_from_slice(&tail);
+            let _ = Index::from_bytes(&bytes, "fuzz");
+        }
+
+        /// A valid index with bytes changed and its checksum resealed: the structural checks
+        /// refuse it or it reads; whatever reads can be searched without a panic.
+        #[test]
+        fn a_resealed_mutation_is_refused_or_safe_to_search(
+            edits in proptest::collection::vec((proptest::num::usize::ANY, proptest::num::u8::ANY), 1..6),
+            cut in proptest::option::of(0usize..400),
+        ) {
+            let mut bytes = tiny().to_bytes().unwrap();
+            let body_end = bytes.len() - 40;
+            for (at, value) in edits {
+                // Past the version field, inside the header and vectors.
+                let at = 12 + at % (body_end - 12);
+                bytes[at] = value;
+            }
+            if let Some(n) = cut {
+                // Cut the body short (keeping the footer) to desynchronise lengths.
+                let n = n.min(body_end - 12);
+                bytes.drain(body_end - n..body_end);
+            }
+            reseal(&mut bytes);
+            if let Ok(idx) = Index::from_bytes(&bytes, "fuzz") {
+                let dim = idx.dim();
+                for mode in [crate::search::Mode::Bm25, crate::search::Mode::Dense, crate::search::Mode::Hybrid] {
+                    let opts = crate::search::SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
+                    let q = vec![0.5f32; dim.min(4096)];
+                    let qv = (q.len() == dim).then_some(q.as_slice());
+                    let r = crate::search::search(&idx, "hello world", qv, &opts);
+                    let _ = crate::cite::citations(&idx, &r);
+                }
+            }
+        }
+    }
 }

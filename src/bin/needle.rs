@@ -50,6 +50,12 @@ enum Cmd {
         /// Use the fp32 model instead of the default int8 one.
         #[arg(long)]
         fp32: bool,
+        /// Re-embed every page, even those unchanged since the index in --out was built.
+        #[arg(long)]
+        full: bool,
+        /// Pages larger than this many bytes fail unread.
+        #[arg(long, default_value_t = needle::extract::DEFAULT_MAX_PAGE_BYTES)]
+        max_page_bytes: u64,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -85,7 +91,12 @@ enum Cmd {
         max_chunks: Option<usize>,
     },
     /// Pages of an index by state, with reasons; counts read back from the index.
-    Status { index: PathBuf },
+    Status {
+        index: PathBuf,
+        /// Print `{ok, failed, skipped, chunks, pages: [{path, state, reason, chunks}]}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve a site folder on 127.0.0.1 (previews and tests), wasm with its own MIME type.
     Serve {
         site: PathBuf,
@@ -150,10 +161,9 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Build { site, out, strategy, chunk_chars, cut, max_chunks, selector, exclude, threads, fp32, json } => {
+        Cmd::Build { site, out, strategy, chunk_chars, cut, max_chunks, selector, exclude, threads, fp32, full, max_page_bytes, json } => {
             let out = out.unwrap_or_else(|| site.join("needle"));
-            let mut extract = ExtractOptions::default();
-            extract.selector = selector;
+            let mut extract = ExtractOptions { selector, max_page_bytes, ..ExtractOptions::default() };
             extract.exclude.extend(exclude);
             let opts = BuildOptions {
                 extract,
@@ -162,6 +172,7 @@ fn run(cli: Cli) -> Result<()> {
                 max_chunks,
                 threads,
                 progress: !json,
+                incremental: !full,
             };
             let files = ModelFiles::locate()?;
             let files = if fp32 { files.fp32_files() } else { files };
@@ -224,9 +235,13 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Serve { site, port, csp } => Ok(needle::serve::serve(&site, port, csp)?),
-        Cmd::Status { index } => {
+        Cmd::Status { index, json } => {
             let idx = build::read_index(&index)?;
-            print_status(&idx);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status_json(&idx))?);
+            } else {
+                print_status(&idx);
+            }
             Ok(())
         }
         Cmd::Link { index, question, cut } => {
@@ -302,9 +317,37 @@ fn print_build_report(r: &build::BuildReport, out: &Path) {
     }
     let share = if r.embedded_tokens > 0 { 100.0 * r.header_tokens as f64 / r.embedded_tokens as f64 } else { 0.0 };
     println!("chunks     {} ({} split for the {}-token window)", r.chunks, r.split_for_window, needle::embed::MAX_TOKENS);
+    println!("reused     {} / embedded {} chunks ({} unchanged pages reused)", r.reused_chunks, r.embedded_chunks, r.reused_pages);
+    if let Some(why) = &r.full_rebuild_reason {
+        println!("rebuilt    every page: {why}");
+    }
     println!("tokens     {} embedded, {:.1}% header", r.embedded_tokens, share);
     println!("time       {:.1} s ({:.1} ms per chunk, {} threads; embedding {:.1} s)", r.seconds, r.ms_per_chunk(), r.threads, r.embed_seconds);
     println!("index      {} ({} bytes)", out.join(needle::index::INDEX_FILE).display(), r.index_bytes);
+}
+
+fn status_json(idx: &Index) -> serde_json::Value {
+    let h = &idx.header;
+    let count = |f: fn(&PageStatus) -> bool| h.pages.iter().filter(|p| f(&p.status)).count();
+    let pages: Vec<_> = h
+        .pages
+        .iter()
+        .map(|p| {
+            let (state, reason) = match &p.status {
+                PageStatus::Ok => ("ok", None),
+                PageStatus::Failed { reason } => ("failed", Some(reason)),
+                PageStatus::Skipped { reason } => ("skipped", Some(reason)),
+            };
+            serde_json::json!({"path": p.path, "state": state, "reason": reason, "chunks": p.chunk_count})
+        })
+        .collect();
+    serde_json::json!({
+        "ok": count(|s| matches!(s, PageStatus::Ok)),
+        "failed": count(|s| matches!(s, PageStatus::Failed { .. })),
+        "skipped": count(|s| matches!(s, PageStatus::Skipped { .. })),
+        "chunks": h.chunks.len(),
+        "pages": pages,
+    })
 }
 
 fn print_status(idx: &Index) {

@@ -193,7 +193,7 @@ fn open_or_build(target: &Target, model: &LoadedModel) -> Result<(Index, Option<
         Target::Site(dir) => {
             progress(&format!("indexing {} (default options)…", dir.display()));
             let opts = BuildOptions { progress: std::io::stderr().is_terminal(), ..BuildOptions::default() };
-            let (index, report) = build::build_index(dir, model, &opts)?;
+            let (index, report) = build::build_index(dir, model, &opts, None)?;
             Ok((index, Some(report)))
         }
     }
@@ -223,7 +223,7 @@ fn ablate(ctx: &Context<'_>, site: &Path, model: &LoadedModel, default: Option<(
             None => {
                 progress(&format!("ablation: indexing {} with strategy {strategy}…", site.display()));
                 let opts = BuildOptions { chunk: config, progress: std::io::stderr().is_terminal(), ..BuildOptions::default() };
-                let (idx, rep) = build::build_index(site, model, &opts)?;
+                let (idx, rep) = build::build_index(site, model, &opts, None)?;
                 (ctx.evaluate(&idx, &MODES), cost_of_build(&rep))
             }
         };
