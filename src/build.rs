@@ -94,6 +94,8 @@ pub struct LoadedModel {
     pub model: Vec<u8>,
     pub tokenizer: Vec<u8>,
     pub stamp: ModelStamp,
+    /// Where the bytes came from, for error messages.
+    pub files: ModelFiles,
 }
 
 impl LoadedModel {
@@ -101,11 +103,18 @@ impl LoadedModel {
         let model = std::fs::read(&files.model).map_err(|e| Error::io(&files.model, e))?;
         let tokenizer = std::fs::read(&files.tokenizer).map_err(|e| Error::io(&files.tokenizer, e))?;
         let stamp = crate::model::stamp(&model, &tokenizer);
-        Ok(LoadedModel { model, tokenizer, stamp })
+        Ok(LoadedModel { model, tokenizer, stamp, files: files.clone() })
     }
 
+    /// A ready embedder; a file that does not load is named in the error.
     pub fn embedder(&self) -> Result<Embedder, Error> {
-        Ok(Embedder::from_bytes(&self.model, &self.tokenizer)?)
+        Embedder::from_bytes(&self.model, &self.tokenizer).map_err(|source| {
+            let path = match source {
+                crate::embed::EmbedError::Tokenizer(_) => self.files.tokenizer.clone(),
+                _ => self.files.model.clone(),
+            };
+            Error::Load { path, source }
+        })
     }
 }
 

@@ -8,6 +8,9 @@ pub enum Error {
     Io { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
+    /// A model or tokenizer file that does not load (corrupt, truncated, another format).
+    #[error("{path}: cannot load: {source}")]
+    Load { path: PathBuf, source: crate::embed::EmbedError },
     #[error(transparent)]
     Index(#[from] crate::index::IndexError),
     #[cfg(feature = "native")]

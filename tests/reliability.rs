@@ -279,3 +279,54 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
         }
     }
 }
+
+/// A models folder holding these files (by name in the folder ← source path).
+fn model_dir(files: &[(&str, Vec<u8>)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).expect("write model file");
+    }
+    dir
+}
+
+#[test]
+fn a_wrong_model_or_tokenizer_file_is_refused_naming_the_file() {
+    let real = ModelFiles::locate().expect("model");
+    let int8 = std::fs::read(&real.model).expect("int8");
+    let fp32 = std::fs::read(&real.fp32).expect("fp32");
+    let tok = std::fs::read(&real.tokenizer).expect("tokenizer");
+    let index = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compat/v1");
+    let run = |models: &Path, args: &[&str]| {
+        let o = Command::new(NEEDLE).args(args).env("NEEDLE_MODEL_DIR", models).output().expect("run needle");
+        (o.status.success(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let query = ["query", index.to_str().expect("utf-8"), "Which types are Send and Sync?"];
+
+    // Sanity: the real files answer.
+    let good = model_dir(&[("minilm-int8.onnx", int8.clone()), ("tokenizer.json", tok.clone())]);
+    let (ok, out, err) = run(good.path(), &query);
+    assert!(ok && out.contains("send-and-sync.html"), "{out}{err}");
+
+    // Another model's weights under the int8 name: refused, both files named, nothing printed.
+    let other = model_dir(&[("minilm-int8.onnx", fp32), ("tokenizer.json", tok.clone())]);
+    let (ok, out, err) = run(other.path(), &query);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(err.contains("minilm-int8.onnx does not match the index") && err.contains("compat/v1") && err.contains("vectors of two models never mix"), "{err}");
+
+    // A tokenizer from another model (one vocabulary entry differs).
+    let mut other_tok = String::from_utf8(tok.clone()).expect("utf-8");
+    other_tok = other_tok.replacen("\"[unused0]\"", "\"[unusedX]\"", 1);
+    let retok = model_dir(&[("minilm-int8.onnx", int8.clone()), ("tokenizer.json", other_tok.into_bytes())]);
+    let (ok, out, err) = run(retok.path(), &query);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(err.contains("tokenizer.json does not match the index") && err.contains("tokenizer"), "{err}");
+
+    // A corrupt model file: a build names it and stops before writing anything.
+    let site = site_of(&["casts.html"]);
+    let out_dir = site.path().join("out");
+    let corrupt = model_dir(&[("minilm-int8.onnx", int8[..int8.len() / 3].to_vec()), ("tokenizer.json", tok)]);
+    let (ok, _, err) = run(corrupt.path(), &["build", site.path().to_str().expect("utf-8"), "--out", out_dir.to_str().expect("utf-8")]);
+    assert!(!ok, "a build with a corrupt model fails");
+    assert!(err.contains("minilm-int8.onnx: cannot load"), "{err}");
+    assert!(!out_dir.join(INDEX_FILE).exists(), "no index is written with a corrupt model");
+}

@@ -286,11 +286,16 @@ fn open(index: &Path) -> Result<(Index, Embedder)> {
         match idx.check_model(&model.stamp, &index.display().to_string()) {
             Ok(()) => return Ok((idx, model.embedder()?)),
             Err(e) => {
-                first_err.get_or_insert(e);
+                let which = match e {
+                    needle::index::IndexError::TokenizerMismatch { .. } => &f.tokenizer,
+                    _ => &f.model,
+                };
+                let context = format!("{} does not match the index", which.display());
+                first_err.get_or_insert(anyhow::Error::from(e).context(context));
             }
         }
     }
-    Err(first_err.map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("no model file in {}", files.dir.display())))
+    Err(first_err.unwrap_or_else(|| anyhow::anyhow!("no model file in {}", files.dir.display())))
 }
 
 fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
