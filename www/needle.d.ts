@@ -70,10 +70,26 @@ export interface NeedlePage {
   chunks: number;
 }
 
+export interface NeedleMemory {
+  /** Size of the engine's WebAssembly memory in bytes (it never shrinks: growth is what was kept). */
+  wasmBytes: number | null;
+  /** JS heap in use in the engine's thread, where the browser reports it (Chromium), else null. */
+  jsHeapBytes: number | null;
+}
+
 export interface Engine {
-  /** Resolves once hybrid search is available; rejects if the model cannot be loaded. */
+  /**
+   * Resolves once hybrid search is available. Rejects (never hangs) when the model or the
+   * tokenizer cannot be fetched or is refused (corrupt, or not the one the index was built
+   * with); the error says which file and why. Search then keeps answering lexically
+   * (`mode: "bm25"`, `answer: []`). Also rejects when `lexical` rejects.
+   */
   readonly ready: Promise<void>;
-  /** Resolves once lexical search is available. */
+  /**
+   * Resolves once lexical search is available. Rejects when the index cannot be fetched or
+   * read (truncated, corrupt, another format version); the error names the file and the
+   * reason, and every `search` then rejects with it: no results, never wrong ones.
+   */
   readonly lexical: Promise<void>;
   readonly manifest: Record<string, unknown>;
   search(query: string, options?: SearchOptions): Promise<NeedleResult>;
@@ -86,6 +102,8 @@ export interface Engine {
   /** The model's token ids for `text` ([CLS] … [SEP]); needs the model. */
   tokenize(text: string): Promise<BigInt64Array>;
   embed(text: string): Promise<number[]>;
+  /** Memory of the engine's thread (for load tests and diagnostics). */
+  memory(): Promise<NeedleMemory>;
   close(): void;
 }
 

@@ -32,9 +32,17 @@ class Engine {
     this.#backend = backend;
     this.#siteRoot = siteRoot;
     this.manifest = manifest;
-    /** Resolves once hybrid search is available (the model is loaded); rejects if it fails. */
+    /**
+     * Resolves once hybrid search is available (the model is loaded). Rejects, never hangs, if
+     * the model or tokenizer cannot be fetched or is refused (corrupt, or not the one the index
+     * was built with): search then stays lexical. Also rejects when `lexical` does.
+     */
     this.ready = backend.ready;
-    /** Resolves once lexical search is available (the index is loaded). */
+    /**
+     * Resolves once lexical search is available (the index is loaded). Rejects if the index
+     * cannot be fetched or read (truncated, corrupt, another format); the error names the file
+     * and the reason, and every search then rejects with it: no results rather than wrong ones.
+     */
     this.lexical = backend.lexical;
     // A failed model is reported through `ready` and onProgress; search stays lexical.
     this.ready.catch(() => {});
@@ -90,6 +98,15 @@ class Engine {
   /** Embed-only timings per query (benchmarks). */
   async benchEmbed(queries, options = {}) {
     return this.#backend.call("benchEmbed", [queries, options]);
+  }
+
+  /**
+   * Memory of the engine thread: `{ wasmBytes, jsHeapBytes }`, the WebAssembly memory's size
+   * (it only grows, so growth over a run of queries is what they kept) and the thread's JS heap
+   * in use where the browser reports it (`performance.memory`, Chromium), else null.
+   */
+  async memory() {
+    return this.#backend.call("memory", []);
   }
 
   /** Stops the worker. */
@@ -198,15 +215,31 @@ function createCore(baseUrl, manifest, options) {
     });
 
   let engine = null;
+  let exports = null;
+  // Bytes the engine refused are dropped from the cache: a corrupt download is not kept for
+  // every later visit (the names are content hashes, so the cache is read first).
+  const evict = async (...roles) => {
+    if (!options.cache || typeof caches === "undefined") return;
+    const cache = await openCache();
+    for (const role of roles) await cache?.delete(url(role)).catch(() => {});
+  };
   const lexical = (async () => {
     if (options.cache && typeof caches !== "undefined") pruneCache(baseUrl, manifest).catch(() => {});
     const own = await loadGlue(baseUrl, manifest);
     const glue = own.module;
     const [wasm, index] = await Promise.all([own.wasm ? readFileUrl(own.wasm) : get("wasm"), get("index")]);
     const t0 = now();
-    await glue.default({ module_or_path: wasm });
+    exports = await glue.default({ module_or_path: wasm }).catch(async (e) => {
+      if (!own.wasm) await evict("wasm");
+      throw e;
+    });
     const t1 = now();
-    engine = new glue.Engine(index, manifest.files.index);
+    try {
+      engine = new glue.Engine(index, manifest.files.index);
+    } catch (e) {
+      await evict("index");
+      throw e;
+    }
     progress({ phase: "lexical", compileMs: t1 - t0, indexMs: now() - t1, done: true });
   })();
   const ready = (async () => {
@@ -215,7 +248,12 @@ function createCore(baseUrl, manifest, options) {
     // Let queries that are already waiting answer lexically before the model's load blocks.
     await new Promise((r) => setTimeout(r, 0));
     const t0 = now();
-    engine.loadModel(model, tokenizer);
+    try {
+      engine.loadModel(model, tokenizer);
+    } catch (e) {
+      await evict("model", "tokenizer");
+      throw new Error(`the model ${manifest.files.model} and tokenizer ${manifest.files.tokenizer} were refused: ${e?.message ?? e}`);
+    }
     progress({ phase: "ready", modelMs: now() - t0, done: true });
   })();
   ready.catch(() => {});
@@ -225,6 +263,7 @@ function createCore(baseUrl, manifest, options) {
     lexical,
     ready,
     async call(op, args) {
+      if (op === "memory") return memory(exports);
       await lexical;
       switch (op) {
         case "search": {
@@ -286,6 +325,15 @@ function benchEmbed(engine, queries, { runs = 5 } = {}) {
     t.sort((x, y) => x - y);
     return { tokens: engine.tokenCount(q), ms: t[Math.floor(t.length / 2)] };
   });
+}
+
+/** The engine thread's memory: the wasm linear memory and, where reported, the JS heap. */
+function memory(exports) {
+  globalThis.gc?.(); // only with --js-flags=--expose-gc (tests)
+  return {
+    wasmBytes: exports?.memory?.buffer?.byteLength ?? null,
+    jsHeapBytes: globalThis.performance?.memory?.usedJSHeapSize ?? null,
+  };
 }
 
 const now = () => (typeof performance !== "undefined" ? performance.now() : Date.now());

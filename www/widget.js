@@ -136,7 +136,10 @@ class NeedleSearch extends HTMLElement {
   #engine = null;
   #opening = null;
   #ready = false;
-  #failed = false;
+  /** Why the model is unusable (search stays lexical), or null. */
+  #failed = null;
+  /** Why search is unavailable (the index or the engine failed), or null. */
+  #broken = null;
   #progress = { loaded: 0, total: 0 };
   #seq = 0;
   #active = -1;
@@ -197,10 +200,14 @@ class NeedleSearch extends HTMLElement {
     landing(this.base, this.getAttribute("selector"));
   }
 
-  /** The engine (opened once, on first use). */
+  /**
+   * The engine (opened once, on first use). An index that cannot be loaded makes the box say
+   * so and answer nothing; a model that cannot be loaded leaves keyword search, with a notice.
+   */
   #open() {
     this.#opening ??= open(this.base, { onProgress: (p) => this.#onProgress(p) }).then((engine) => {
       this.#engine = engine;
+      engine.lexical.catch((e) => this.#fail(e));
       engine.ready.then(
         () => {
           this.#ready = true;
@@ -209,19 +216,33 @@ class NeedleSearch extends HTMLElement {
           this.dispatchEvent(new CustomEvent("needle:ready"));
           if (this.input.value.trim()) this.search(this.input.value); // upgrade to hybrid
         },
-        (e) => {
-          this.#failed = true;
-          this.bar.hidden = true;
-          this.#say(`Semantic search unavailable (${e.message}); keyword results only.`);
-        },
+        // `ready` also rejects when the index failed: that is #fail's to report.
+        (e) => engine.lexical.then(() => this.#modelFailed(e), () => {}),
       );
       return engine;
     });
-    this.#opening.catch((e) => this.#say(`Search unavailable: ${e.message}`));
+    this.#opening.catch((e) => this.#fail(e));
     return this.#opening;
   }
 
+  #modelFailed(e) {
+    this.#failed = e?.message ?? String(e);
+    this.bar.hidden = true;
+    this.#say(`Semantic search unavailable: ${this.#failed}; showing keyword results.`);
+    this.dispatchEvent(new CustomEvent("needle:degraded", { detail: { error: this.#failed } }));
+    if (this.#last) this.#render(this.#last); // the panel's notice too
+  }
+
+  #fail(e) {
+    if (this.#broken) return;
+    this.#broken = e?.message ?? String(e);
+    this.bar.hidden = true;
+    this.#say(`Search unavailable: ${this.#broken}`);
+    this.dispatchEvent(new CustomEvent("needle:error", { detail: { error: this.#broken } }));
+  }
+
   #onProgress(p) {
+    if (this.#broken || this.#failed) return; // a late download's progress must not hide the notice
     if (p.file === "model" || p.file === "tokenizer") {
       if (p.file === "model") this.#progress = { loaded: p.loaded, total: p.total || this.#progress.total };
       const pct = this.#progress.total ? Math.min(100, Math.round((100 * this.#progress.loaded) / this.#progress.total)) : 0;
@@ -244,13 +265,29 @@ class NeedleSearch extends HTMLElement {
       this.#render(null);
       return null;
     }
-    const engine = await this.#open();
-    const r = await engine.search(q, { k: 10, mode: "hybrid" });
+    let r;
+    try {
+      const engine = await this.#open();
+      r = await engine.search(q, { k: 10, mode: "hybrid" });
+    } catch (e) {
+      // No index (or no engine): say why and show nothing, never stale or partial results.
+      this.#fail(e);
+      if (seq === this.#seq) this.#renderError();
+      return null;
+    }
     if (seq !== this.#seq) return r; // a newer query is under way
     this.#last = r;
     this.#render(r);
     this.dispatchEvent(new CustomEvent("needle:results", { detail: r }));
     return r;
+  }
+
+  #renderError() {
+    this.#last = null;
+    this.#render(null);
+    this.panel.dataset.state = "error";
+    this.notice.textContent = `Search unavailable: ${this.#broken}`;
+    this.#expand(true);
   }
 
   #render(r) {
@@ -268,7 +305,11 @@ class NeedleSearch extends HTMLElement {
     this.panel.dataset.state = "";
     if (r.mode === "bm25") {
       this.panel.dataset.state = "lexical";
-      this.notice.textContent = this.#ready || this.#failed ? "Keyword matches" : "Keyword matches (semantic search is still loading)";
+      this.notice.textContent = this.#failed
+        ? "Keyword matches (semantic search unavailable)"
+        : this.#ready
+          ? "Keyword matches"
+          : "Keyword matches (semantic search is still loading)";
       hits = r.hits.slice(0, shown);
     } else if (r.answer.length) {
       this.panel.dataset.state = "answer";
@@ -285,7 +326,7 @@ class NeedleSearch extends HTMLElement {
       }
     }
     hits.forEach((h, i) => this.list.append(this.#option(h, i, terms, this.panel.dataset.state === "no-answer")));
-    if (!hits.length && r.mode === "bm25") this.notice.textContent = "No keyword matches yet.";
+    if (!hits.length && r.mode === "bm25") this.notice.textContent = this.#ready || this.#failed ? "No keyword matches." : "No keyword matches yet.";
     this.#expand(true);
   }
 
@@ -357,6 +398,14 @@ class NeedleSearch extends HTMLElement {
   }
   get lastResult() {
     return this.#last;
+  }
+  /** Why search is unavailable (the index failed), or null. */
+  get error() {
+    return this.#broken;
+  }
+  /** Why semantic search is unavailable (the model failed; keyword search works), or null. */
+  get degraded() {
+    return this.#failed;
   }
 }
 

@@ -81,6 +81,32 @@ export function fixtureSite() {
 }
 
 /**
+ * Any fixture site (a folder of pages with `<main>`) prepared like `fixtureSite`: copied under
+ * WORK/`name`, the widget added to every page, indexed with its browser bundle. Rebuilt when
+ * the binary, pkg/, www/ or the pages are newer than the bundle.
+ */
+export function widgetSite(src, name) {
+  const site = join(WORK, name);
+  const bundle = join(site, "needle");
+  const manifest = join(bundle, "manifest.json");
+  const inputs = newest([NEEDLE, join(ROOT, "pkg"), join(ROOT, "www"), src]);
+  if (existsSync(manifest) && statSync(manifest).mtimeMs >= inputs) return { site, bundle };
+  if (!existsSync(NEEDLE)) throw new Error(`${NEEDLE} missing: run ./build.sh cli`);
+  rmSync(site, { recursive: true, force: true });
+  mkdirSync(WORK, { recursive: true });
+  cpSync(src, site, { recursive: true });
+  for (const f of walk(site)) {
+    if (!f.endsWith(".html")) continue;
+    const html = readFileSync(f, "utf8");
+    writeFileSync(f, html.replace(/<\/head>/i, `${WIDGET_SNIPPET}\n</head>`).replace(/<body([^>]*)>/i, `<body$1>\n${WIDGET_ELEMENT}`));
+  }
+  const r = spawnSync(NEEDLE, ["build", site, "--out", bundle], { stdio: ["ignore", "inherit", "inherit"], env: process.env });
+  if (r.status !== 0) throw new Error(`needle build failed (${r.status})`);
+  if (!existsSync(manifest)) throw new Error(`needle build wrote no browser bundle (${manifest} missing)`);
+  return { site, bundle };
+}
+
+/**
  * Native `needle search` (batch: JSON lines {"id","query"} on stdin, one result line each):
  * { hits: [{ page, from, to, content, distance, rank }], answer, mode }. Memoised; pass every
  * query of a test to `primeNative` first so the model is loaded once.
