@@ -364,7 +364,8 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
             header: c.text[..c.header_len].trim_end().to_string(),
             content: c.content,
         };
-        fresh[pc.page].push((entry, v));
+        // Kept as the file will hold it, so this index searches exactly like the one read back.
+        fresh[pc.page].push((entry, index::quantized(&v)));
     }
     let mut chunks = Vec::new();
     let mut vectors = Vec::new();
@@ -377,7 +378,9 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
                 let mut entry = prev.index.header.chunks[i].clone();
                 entry.page = p as u32;
                 chunks.push(entry);
-                vectors.extend_from_slice(prev.index.vector(i));
+                // A version-1 index holds f32 vectors: quantising them gives what a clean build
+                // computes (quantising is idempotent on already stored ones).
+                vectors.extend(index::quantized(prev.index.vector(i)));
             }
             pages[p].chunk_count = prev.chunks[old].len() as u32;
             report.reused_pages += 1;

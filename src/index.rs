@@ -1,10 +1,18 @@
 //! The index file: one versioned, checksummed file holding everything a query needs.
 //!
-//! Layout (all integers little-endian):
+//! Layout of format version 2 (all integers little-endian):
 //! ```text
 //! b"NEEDLEIX" | format version u32 | header length u64 | header (postcard) |
-//! vectors: chunks × dim f32 | sha256 of everything before it (32 bytes) | b"NEEDLEND"
+//! scales: chunks × f32 | codes: chunks × dim i8 |
+//! sha256 of everything before it (32 bytes) | b"NEEDLEND"
 //! ```
+//! A chunk's vector is `codes × scale`: the embedding scaled so its largest component is ±127,
+//! rounded, and `scale = 1 / ‖codes‖`, so the stored vector is itself L2-normalised and the
+//! cosine distance stays `1 − q·v`. Quantising is idempotent (a stored vector quantises to the
+//! same codes and scale), so an incremental build that reuses vectors writes the same bytes as
+//! a clean one. Version 1 stored `chunks × dim f32` in place of the scales and codes; this
+//! reader still reads it (tests/fixtures/compat/v1).
+//!
 //! Invariants: the reader checks, in this order, the leading magic, the trailing magic (a
 //! missing one means a truncated file), the format version, the checksum, then the structure
 //! (counts agree, offsets lie inside their page, postings name real chunks). Readers work on
@@ -17,8 +25,11 @@ use sha2::{Digest, Sha256};
 
 pub const MAGIC: &[u8; 8] = b"NEEDLEIX";
 pub const END_MAGIC: &[u8; 8] = b"NEEDLEND";
-/// Bump on any change to the layout or to the header's fields.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bump on any change to the layout or to the header's fields, and add a compat fixture
+/// (tests/fixtures/compat/README.md).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this reader still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// File name of the index inside an index folder.
 pub const INDEX_FILE: &str = "index.needle";
 
@@ -28,7 +39,7 @@ pub enum IndexError {
     NotAnIndex { file: String },
     #[error("{file}: truncated index ({len} bytes; the end marker is missing)")]
     Truncated { file: String, len: usize },
-    #[error("{file}: index format version {found}, this needle reads version {expected}; rebuild the index with this needle")]
+    #[error("{file}: index format version {found}, this needle reads versions {OLDEST_READABLE_VERSION} to {expected}; rebuild the index with this needle")]
     Version { file: String, found: u32, expected: u32 },
     #[error("{file}: checksum mismatch (stored {stored}, computed {computed}); the file is corrupt")]
     Checksum { file: String, stored: String, computed: String },
@@ -148,8 +159,13 @@ impl Index {
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&(header.len() as u64).to_le_bytes());
         out.extend_from_slice(&header);
-        for v in &self.vectors {
-            out.extend_from_slice(&v.to_le_bytes());
+        let dim = self.dim().max(1);
+        let rows: Vec<(f32, Vec<i8>)> = self.vectors.chunks(dim).map(quantize).collect();
+        for (scale, _) in &rows {
+            out.extend_from_slice(&scale.to_le_bytes());
+        }
+        for (_, codes) in &rows {
+            out.extend(codes.iter().map(|&c| c as u8));
         }
         let digest = Sha256::digest(&out);
         out.extend_from_slice(&digest);
@@ -169,7 +185,7 @@ impl Index {
             return Err(IndexError::Truncated { file: f(), len: bytes.len() });
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| malformed("version".into()))?);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(IndexError::Version { file: f(), found: version, expected: FORMAT_VERSION });
         }
         let body_end = bytes.len() - 40;
@@ -186,10 +202,28 @@ impl Index {
             .ok_or_else(|| malformed(format!("header length {header_len} runs past the end")))?;
         let header: Header = postcard::from_bytes(&bytes[20..header_end]).map_err(|e| malformed(format!("header: {e}")))?;
         let raw = &bytes[header_end..body_end];
-        if raw.len() % 4 != 0 {
-            return Err(malformed("vector block is not a whole number of f32".into()));
-        }
-        let vectors: Vec<f32> = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let vectors = if version == 1 {
+            if raw.len() % 4 != 0 {
+                return Err(malformed("vector block is not a whole number of f32".into()));
+            }
+            raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        } else {
+            let (n, dim) = (header.chunks.len(), header.stamp.model.dim as usize);
+            let expected = dim.checked_add(4).and_then(|row| row.checked_mul(n));
+            if expected != Some(raw.len()) {
+                return Err(malformed(format!("vector block of {} bytes for {n} chunks of dimension {dim}", raw.len())));
+            }
+            let (scales, codes) = raw.split_at(4 * n);
+            let mut vectors = Vec::with_capacity(n * dim);
+            for (s, row) in scales.chunks_exact(4).zip(codes.chunks_exact(dim.max(1))) {
+                let scale = f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                if !scale.is_finite() || scale < 0.0 {
+                    return Err(malformed(format!("vector scale {scale}")));
+                }
+                vectors.extend(row.iter().map(|&c| f32::from(c as i8) * scale));
+            }
+            vectors
+        };
         let index = Index { header, vectors };
         index.validate().map_err(malformed)?;
         Ok(index)
@@ -248,6 +282,25 @@ impl Index {
     }
 }
 
+/// A vector as the index stores it: int8 codes (the largest component ±127) and the scale that
+/// makes `codes × scale` unit-length. A zero (or non-finite) vector stores as zeros.
+pub fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        return (0.0, vec![0; v.len()]);
+    }
+    let codes: Vec<i8> = v.iter().map(|x| (x / max * 127.0).round().clamp(-127.0, 127.0) as i8).collect();
+    let norm = codes.iter().map(|&c| f32::from(c) * f32::from(c)).sum::<f32>().sqrt();
+    (1.0 / norm, codes)
+}
+
+/// `v` as the reader will see it after a write: quantised and dequantised. The builder keeps
+/// its in-memory index in this form, so searching it equals searching the file.
+pub fn quantized(v: &[f32]) -> Vec<f32> {
+    let (scale, codes) = quantize(v);
+    codes.iter().map(|&c| f32::from(c) * scale).collect()
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -285,8 +338,30 @@ pub(crate) mod tests {
                 chunks,
                 bm25,
             },
-            vectors: vec![1.0, 0.0, 0.0, 1.0],
+            vectors: [quantized(&[1.0, 0.0]), quantized(&[0.0, 1.0])].concat(),
         }
+    }
+
+    #[test]
+    fn quantising_is_idempotent_and_keeps_vectors_unit_length() {
+        let mut seed = 7u64;
+        for _ in 0..200 {
+            let raw: Vec<f32> = (0..384)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+                })
+                .collect();
+            let norm = raw.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let v: Vec<f32> = raw.iter().map(|x| x / norm).collect();
+            let q = quantized(&v);
+            assert_eq!(quantized(&q).iter().map(|x| x.to_bits()).collect::<Vec<_>>(), q.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((qn - 1.0).abs() < 1e-5, "norm {qn}");
+            let cos: f32 = v.iter().zip(&q).map(|(a, b)| a * b).sum();
+            assert!(1.0 - cos < 1e-4, "quantisation moved the vector by cosine distance {}", 1.0 - cos);
+        }
+        assert_eq!(quantize(&[0.0, 0.0]), (0.0, vec![0, 0]));
     }
 
     #[test]
