@@ -10,7 +10,9 @@
 //! 1. **Pieces.** A/B cut blindly every `target_chars` characters; C–F pack blocks into pieces of
 //!    at most `target_chars` characters, one section group at a time (a heading always starts a
 //!    new piece and travels with the text under it), splitting a block that alone exceeds the
-//!    target at sentence, then word, then char boundaries.
+//!    target at sentence, then word, then char boundaries. Such a block is cut anyway, so its
+//!    first sentences (lines, in code) fill the piece in front of it rather than leave that
+//!    piece short: "Examples:" travels with the start of its example.
 //! 2. **Window.** A piece whose embedded text exceeds `max_tokens` word-pieces is split again
 //!    (block, sentence, line, word, char boundaries, coarsest first) and counted in
 //!    [`ChunkStats::split_for_window`]; its parts keep the piece's header.
@@ -592,13 +594,13 @@ fn split(
             break;
         }
         let cands = layout.cuts(cur, upper, c_end, lines);
-        let mut chosen = None;
+        let mut chosen = fill_before_oversized(layout, cur, e, &cands, fits);
         for &level in levels {
-            let at: Vec<usize> = cands.iter().filter(|c| c.1 <= level).map(|c| c.0).collect();
-            if let Some(p) = farthest_fitting(&at, &mut |p| fits(cur, trim_end(text, cur, p))) {
-                chosen = Some(p);
+            if chosen.is_some() {
                 break;
             }
+            let at: Vec<usize> = cands.iter().filter(|c| c.1 <= level).map(|c| c.0).collect();
+            chosen = farthest_fitting(&at, &mut |p| fits(cur, trim_end(text, cur, p)));
         }
         match chosen {
             Some(p) => {
@@ -613,6 +615,30 @@ fn split(
             }
         }
     }
+}
+
+/// When the piece starting at `cur` would end at a block boundary only because the next block
+/// cannot fit a piece even alone, that block is cut at sentences (lines in code) wherever it
+/// starts: its first sentences then fill this piece instead of leaving it short. Returns the
+/// farthest fitting sentence cut inside that block, or `None` to use the ordinary rule.
+fn fill_before_oversized(
+    layout: &Layout<'_>,
+    cur: usize,
+    e: usize,
+    cands: &[(usize, Level)],
+    fits: &mut dyn FnMut(usize, usize) -> bool,
+) -> Option<usize> {
+    let text = layout.text;
+    let blocks: Vec<usize> = cands.iter().filter(|c| c.1 == Level::Block).map(|c| c.0).collect();
+    let pb = farthest_fitting(&blocks, &mut |p| fits(cur, trim_end(text, cur, p)))?;
+    let next = skip_ws(text, pb, e);
+    let sp = layout.span_at(next).filter(|sp| sp.start == next && !matches!(sp.kind, BlockKind::Heading(_)))?;
+    if fits(sp.start, sp.end.min(e)) {
+        return None;
+    }
+    let inside: Vec<usize> =
+        cands.iter().filter(|c| c.0 > sp.start && c.0 < sp.end && c.1 <= Level::Sentence).map(|c| c.0).collect();
+    farthest_fitting(&inside, &mut |p| fits(cur, trim_end(text, cur, p)))
 }
 
 /// The last position in `at` (ascending) for which `fits` holds, assuming `fits` is monotone
@@ -1137,6 +1163,17 @@ mod tests {
         let d = doc("T", &[(Text, "Small.", &[]), (Text, "Big one here. And more of it.", &[]), (Text, "Tail.", &[])]);
         let (chunks, _) = run(&d, &cfg(Strategy::C, 16, 0, 256));
         assert_eq!(contents(&chunks), ["Small.", "Big one here.", "And more of it.", "Tail."]);
+    }
+
+    #[test]
+    fn c_fills_a_piece_with_the_start_of_a_block_too_big_to_fit_alone() {
+        let d = doc("T", &[(Text, "Examples:", &[]), (Code, "fn a() {}\nfn b() {}\nfn c() {}", &[]), (Text, "Tail.", &[])]);
+        let (chunks, _) = run(&d, &cfg(Strategy::C, 24, 0, 256));
+        assert_eq!(contents(&chunks), ["Examples:\n\nfn a() {}", "fn b() {}\nfn c() {}", "Tail."]);
+        // A block that fits alone is never cut to fill the piece before it.
+        let d = doc("T", &[(Text, "Examples:", &[]), (Code, "fn a() {}\nfn b() {}", &[])]);
+        let (chunks, _) = run(&d, &cfg(Strategy::C, 24, 0, 256));
+        assert_eq!(contents(&chunks), ["Examples:", "fn a() {}\nfn b() {}"]);
     }
 
     #[test]

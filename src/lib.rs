@@ -33,4 +33,4 @@ pub use error::Error;
 
 /// Version of the whole chunk → embed → index pipeline. Bump when any stage changes what it
 /// writes; an index built by another pipeline version is rebuilt, never mixed.
-pub const PIPELINE_VERSION: u32 = 1;
+pub const PIPELINE_VERSION: u32 = 2;
