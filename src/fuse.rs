@@ -6,14 +6,19 @@ pub const K: f32 = 60.0;
 
 /// Fuses rankings (each a list of chunk numbers, best first) into one, best first.
 pub fn rrf(rankings: &[&[usize]]) -> Vec<(usize, f32)> {
-    let mut scores: std::collections::HashMap<usize, f32> = std::collections::HashMap::new();
+    // Chunk numbers are dense (0..chunks), so a flat score table beats hashing.
+    let Some(len) = rankings.iter().flat_map(|r| r.iter()).max().map(|&m| m + 1) else {
+        return Vec::new();
+    };
+    let mut scores: Vec<Option<f32>> = vec![None; len];
     for ranking in rankings {
         for (i, &doc) in ranking.iter().enumerate() {
-            *scores.entry(doc).or_default() += 1.0 / (K + (i + 1) as f32);
+            *scores[doc].get_or_insert(0.0) += 1.0 / (K + (i + 1) as f32);
         }
     }
-    let mut fused: Vec<(usize, f32)> = scores.into_iter().collect();
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut fused: Vec<(usize, f32)> = scores.into_iter().enumerate().filter_map(|(doc, s)| Some((doc, s?))).collect();
+    // A total order (score, then chunk number), so an unstable sort is deterministic.
+    fused.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     fused
 }
 

@@ -93,7 +93,7 @@ pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
     index
         .vectors
         .chunks_exact(d)
-        .map(|v| 1.0 - v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>())
+        .map(|v| crate::embed::cosine_distance(v, query))
         .collect()
 }
 
@@ -113,7 +113,7 @@ pub fn search(index: &Index, query: &str, query_vec: Option<&[f32]>, opts: &Sear
     let dense: Vec<usize> = match &dist {
         Some(dist) => {
             let mut order: Vec<usize> = (0..dist.len()).collect();
-            order.sort_by(|&a, &b| dist[a].total_cmp(&dist[b]).then(a.cmp(&b)));
+            order.sort_unstable_by(|&a, &b| dist[a].total_cmp(&dist[b]).then(a.cmp(&b)));
             order
         }
         None => Vec::new(),
