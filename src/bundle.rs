@@ -17,6 +17,10 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 /// The wasm-bindgen output's base name (`wasm-pack --out-name needle_core`).
 const GLUE: &str = "needle_core.js";
 const WASM: &str = "needle_core_bg.wasm";
+/// The same engine built with relaxed SIMD (`./build.sh wasm` writes both); optional in the
+/// bundle, which then offers it as the `wasmRelaxed` role and `needle.js` picks it where the
+/// browser validates relaxed SIMD.
+const WASM_RELAXED: &str = "needle_core_relaxed_bg.wasm";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
@@ -135,7 +139,7 @@ pub fn write_bundle_from(out_dir: &Path, index_bytes: &[u8], model: &Path, token
     let model_sha = sha256_hex(&model_bytes);
     let model_ext = model.extension().and_then(|e| e.to_str()).unwrap_or("onnx");
     // (role, name before hashing, bytes)
-    let hashed: Vec<(&str, String, Vec<u8>)> = vec![
+    let mut hashed: Vec<(&str, String, Vec<u8>)> = vec![
         ("wasm", WASM.into(), read(&pkg.join(WASM))?),
         ("glue", GLUE.into(), read(&pkg.join(GLUE))?),
         ("worker", "needle-worker.js".into(), read(&www.join("needle-worker.js"))?),
@@ -146,6 +150,9 @@ pub fn write_bundle_from(out_dir: &Path, index_bytes: &[u8], model: &Path, token
         ("index", "index.needle".into(), index_bytes.to_vec()),
         ("pages", "pages.json".into(), pages_json),
     ];
+    if pkg.join(WASM_RELAXED).is_file() {
+        hashed.push(("wasmRelaxed", WASM_RELAXED.into(), read(&pkg.join(WASM_RELAXED))?));
+    }
     // Fixed names: what a site links to, and the service worker (its URL must stay put).
     let fixed: Vec<(&str, String, Vec<u8>)> = vec![
         ("api", "needle.js".into(), read(&www.join("needle.js"))?),
@@ -184,7 +191,13 @@ pub fn write_bundle_from(out_dir: &Path, index_bytes: &[u8], model: &Path, token
     write_atomic(&out_dir.join(MANIFEST_FILE), &manifest_bytes)?;
 
     // Drop earlier bundles' hashed files (their stems are ours, their hashes are not current).
-    let stems: Vec<String> = hashed.iter().map(|(_, n, _)| n.rsplit_once('.').map(|(s, _)| s.to_string()).unwrap_or_default()).collect();
+    // (The relaxed engine's stem counts even when this bundle has none: an old one goes.)
+    let stems: Vec<String> = hashed
+        .iter()
+        .map(|(_, n, _)| n.as_str())
+        .chain([WASM_RELAXED])
+        .map(|n| n.rsplit_once('.').map(|(s, _)| s.to_string()).unwrap_or_default())
+        .collect();
     for entry in std::fs::read_dir(out_dir).map_err(io(out_dir))?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if keep.contains(&name) || !crate::serve::is_hashed_name(Path::new(&name)) {
@@ -213,6 +226,34 @@ mod tests {
         let n = hashed_name("needle_core_bg.wasm", b"abc");
         assert_eq!(n, "needle_core_bg.ba7816bf8f01cfea.wasm");
         assert!(crate::serve::is_hashed_name(Path::new(&n)));
+    }
+
+    #[test]
+    fn the_relaxed_simd_engine_is_offered_when_built_and_dropped_when_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let pkg = dir.path().join("pkg");
+        std::fs::create_dir_all(&pkg).unwrap();
+        for (name, body) in [(WASM, &b"baseline"[..]), (GLUE, b"glue"), (WASM_RELAXED, b"relaxed")] {
+            std::fs::write(pkg.join(name), body).unwrap();
+        }
+        let (model, tok) = (dir.path().join("m.onnx"), dir.path().join("t.json"));
+        std::fs::write(&model, b"model").unwrap();
+        std::fs::write(&tok, b"{}").unwrap();
+        let out = dir.path().join("out");
+        let bytes = crate::index::tests::tiny().to_bytes().unwrap();
+        let manifest = || -> serde_json::Value { serde_json::from_slice(&std::fs::read(out.join(MANIFEST_FILE)).unwrap()).unwrap() };
+
+        write_bundle_from(&out, &bytes, &model, &tok, &pkg, &www_dir()).unwrap();
+        let relaxed = manifest()["files"]["wasmRelaxed"].as_str().expect("wasmRelaxed in the manifest").to_string();
+        assert_eq!(relaxed, hashed_name(WASM_RELAXED, b"relaxed"));
+        assert_eq!(std::fs::read(out.join(&relaxed)).unwrap(), b"relaxed");
+        assert_eq!(manifest()["files"]["wasm"].as_str(), Some(hashed_name(WASM, b"baseline").as_str()));
+
+        std::fs::remove_file(pkg.join(WASM_RELAXED)).unwrap();
+        let report = write_bundle_from(&out, &bytes, &model, &tok, &pkg, &www_dir()).unwrap();
+        assert!(manifest()["files"].get("wasmRelaxed").is_none());
+        assert_eq!(report.removed, vec![relaxed.clone()]);
+        assert!(!out.join(&relaxed).exists());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 // Turns wasm-pack's output folder into the npm package `needle-search`: adds the JS API, the
 // worker, the widget and the landing highlight next to the wasm-bindgen glue, and rewrites
 // package.json so that `import { open } from "needle-search"` is the entry point.
-import { copyFileSync, readFileSync, writeFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, writeFileSync, rmSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -13,8 +13,9 @@ rmSync(join(pkg, ".gitignore"), { force: true });
 
 // Drop the .wasm's custom sections (function names: 2.3 MB raw, ~0.4 MB brotli; producers):
 // nothing at run time reads them. NEEDLE_WASM_KEEP_NAMES=1 keeps them for profiling.
-if (process.env.NEEDLE_WASM_KEEP_NAMES !== "1") {
-  const file = join(pkg, "needle_core_bg.wasm");
+const WASMS = ["needle_core_bg.wasm", "needle_core_relaxed_bg.wasm"].filter((f) => existsSync(join(pkg, f)));
+for (const f of process.env.NEEDLE_WASM_KEEP_NAMES === "1" ? [] : WASMS) {
+  const file = join(pkg, f);
   const b = readFileSync(file);
   const parts = [b.subarray(0, 8)];
   let pos = 8;
@@ -54,8 +55,9 @@ const meta = {
     "./widget.css": "./widget.css",
     "./highlight.js": "./highlight.js",
     "./needle_core_bg.wasm": "./needle_core_bg.wasm",
+    "./needle_core_relaxed_bg.wasm": "./needle_core_relaxed_bg.wasm",
   },
-  files: [...new Set([...(generated.files ?? []), ...sources])],
+  files: [...new Set([...(generated.files ?? []), ...sources, ...WASMS])],
   sideEffects: ["./widget.js", "./highlight.js"],
   keywords: ["search", "wasm", "documentation", "semantic-search", "bm25"],
 };

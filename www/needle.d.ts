@@ -34,10 +34,12 @@ export interface NeedleResult {
 }
 
 export interface NeedleProgress {
-  /** "wasm" | "index" | "model" | "tokenizer" while downloading. */
+  /** "wasm" | "wasmRelaxed" | "index" | "model" | "tokenizer" while downloading. */
   file?: string;
   /** "lexical" once lexical search works, "ready" once hybrid does. */
   phase?: "lexical" | "ready";
+  /** With phase "lexical": the engine build running, relaxed SIMD where the browser has it. */
+  wasm?: "simd128" | "relaxed-simd";
   loaded?: number;
   total?: number;
   done: boolean;
@@ -51,6 +53,11 @@ export interface OpenOptions {
   cache?: boolean;
   /** Load the model (default true); false keeps the engine lexical-only. */
   model?: boolean;
+  /**
+   * Run the relaxed-SIMD engine build where the browser validates it (default true; it embeds
+   * queries ~1.5x faster). false always runs the plain SIMD build.
+   */
+  relaxedSimd?: boolean;
 }
 
 export interface SearchOptions {

@@ -19,7 +19,8 @@ describe("in Chromium, needle answers like native `needle search`", () => {
     await page.goto(server.url + "index.html");
     await page.evaluate(async () => {
       const { open } = await import("/needle/needle.js");
-      window.engine = await open("/needle/");
+      window.engineBuild = null;
+      window.engine = await open("/needle/", { onProgress: (p) => (window.engineBuild = p.wasm ?? window.engineBuild) });
       await window.engine.ready;
     });
   });
@@ -80,6 +81,28 @@ describe("in Chromium, needle answers like native `needle search`", () => {
     assert.ok(r.hits.length > 0);
     assert.deepEqual(r.answer, []);
     assert.ok(r.hits.every((h) => h.distance === null));
+  });
+
+  it("runs the relaxed-SIMD engine build in Chromium; the plain SIMD build answers the same", async () => {
+    assert.equal(await page.evaluate(() => window.engineBuild), "relaxed-simd", "Chromium validates relaxed SIMD: the faster build");
+    // Every fixture query through both builds (the plain one in a second worker), hybrid, top 20.
+    const both = await page.evaluate(async (qs) => {
+      const { open } = await import("/needle/needle.js");
+      let build = null;
+      const plain = await open("/needle/", { relaxedSimd: false, onProgress: (p) => (build = p.wasm ?? build) });
+      await plain.ready;
+      const out = [];
+      for (const q of qs) out.push([await window.engine.search(q, { k: 20 }), await plain.search(q, { k: 20 })]);
+      plain.close?.();
+      return { build, out };
+    }, queries.map((q) => q.q));
+    assert.equal(both.build, "simd128");
+    both.out.forEach(([relaxed, plain], i) => {
+      const id = queries[i].id;
+      assert.deepEqual(relaxed.answer, plain.answer, `${id}: the gate`);
+      assert.deepEqual(relaxed.hits.map((h) => `${h.page}#${h.from},${h.to}`), plain.hits.map((h) => `${h.page}#${h.from},${h.to}`), `${id}: ranking`);
+      relaxed.hits.forEach((h, j) => assert.ok(Math.abs(h.distance - plain.hits[j].distance) < 1e-4, `${id} hit ${j}: ${h.distance} vs ${plain.hits[j].distance}`));
+    });
   });
 
   it("builds the same prompt as the CLI's --prompt", async () => {
