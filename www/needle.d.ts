@@ -55,7 +55,7 @@ export interface OpenOptions {
   model?: boolean;
   /**
    * Run the relaxed-SIMD engine build where the browser validates it (default true; it embeds
-   * queries ~1.5x faster). false always runs the plain SIMD build.
+   * queries about 10 % faster). false always runs the plain SIMD build.
    */
   relaxedSimd?: boolean;
 }

@@ -182,7 +182,7 @@ function hasRelaxedSimd() {
 
 /**
  * Which engine build to run: the relaxed-SIMD one (fused multiply-add in the model's matrix
- * kernels, ~1.5x faster embedding) where the bundle has it and the engine validates it, else
+ * kernels, about 10 % faster embedding) where the bundle has it and the engine validates it, else
  * the plain SIMD one. Both come from the same Rust code and share one wasm-bindgen glue.
  */
 function engineRole(manifest, options) {
