@@ -503,10 +503,12 @@ pub fn decode(rel_path: &str, bytes: &[u8], kind: SourceKind) -> Result<String, 
                 "invalid UTF-8 at byte {} although the page declares UTF-8",
                 e.valid_up_to()
             ))),
-            Err(e) => Err(encoding_error(format!(
+            Err(e) if kind == SourceKind::Html => Err(encoding_error(format!(
                 "invalid UTF-8 at byte {} and no charset declared (declare one with <meta charset=\"…\">)",
                 e.valid_up_to()
             ))),
+            // Markdown and text have no way to declare a charset: they must be UTF-8 (or carry a BOM).
+            Err(e) => Err(encoding_error(format!("invalid UTF-8 at byte {} (Markdown and text files are read as UTF-8)", e.valid_up_to()))),
         },
     }
 }
