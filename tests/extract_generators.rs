@@ -724,7 +724,7 @@ fn empty_binary_and_invalid_pages() {
     let err = page_from_bytes("notes.md", b"# Title\n\nbad \xff\xfe byte\n").map(|_| ()).map_err(|e| e.to_string());
     assert_eq!(
         err,
-        Err("notes.md: invalid UTF-8 at byte 13 and no charset declared (declare one with <meta charset=\"…\">)".into())
+        Err("notes.md: invalid UTF-8 at byte 13 (Markdown and text files are read as UTF-8)".into())
     );
     let err = page_from_bytes("u.html", b"<meta charset=utf-8><p>\xc3</p>").map(|_| ()).map_err(|e| e.to_string());
     assert_eq!(err, Err("u.html: invalid UTF-8 at byte 23 although the page declares UTF-8".into()));
