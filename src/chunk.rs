@@ -826,53 +826,13 @@ impl<'a> Utf16Cursor<'a> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{chunk_document, header, Chunk, ChunkConfig, ChunkError, ChunkStats, Strategy};
-    use crate::text::{self, Block, BlockKind, Document};
-
-    use BlockKind::{Code, Heading, Text};
-
-    /// Deterministic stand-in for the tokenizer: roughly two chars per piece, plus [CLS]/[SEP].
-    fn fake(s: &str) -> usize {
-        s.chars().count() / 2 + 2
-    }
-
-    /// A document from `(kind, text, section)` blocks, joined by the canonical "\n\n".
-    fn doc(title: &str, blocks: &[(BlockKind, &str, &[&str])]) -> Document {
-        let mut text = String::new();
-        let mut out = Vec::new();
-        for (kind, t, sec) in blocks {
-            if !text.is_empty() {
-                text.push_str("\n\n");
-            }
-            let start = text.len();
-            text.push_str(t);
-            out.push(Block {
-                start,
-                end: text.len(),
-                kind: *kind,
-                section: sec.iter().map(|s| s.to_string()).collect(),
-            });
-        }
-        Document { path: "p.html".into(), title: title.into(), text, blocks: out }
-    }
-
-    fn cfg(strategy: Strategy, target_chars: usize, overlap_chars: usize, max_tokens: usize) -> ChunkConfig {
-        ChunkConfig { strategy, target_chars, overlap_chars, max_tokens }
-    }
-
-    fn run(d: &Document, c: &ChunkConfig) -> (Vec<Chunk>, ChunkStats) {
-        let (chunks, stats) = chunk_document(d, c, &mut fake);
-        if let Err(e) = check(d, c, &chunks, &stats, &mut fake) {
-            panic!("{e}\nconfig {c:?}\ndoc {d:?}\nchunks {chunks:#?}");
-        }
-        (chunks, stats)
-    }
-
-    fn contents(chunks: &[Chunk]) -> Vec<&str> {
-        chunks.iter().map(|c| c.content.as_str()).collect()
-    }
+/// The chunker's invariants as one checker, for the unit and property tests here and for the
+/// `chunk` fuzz target (`--features invariants`): rules 1–3 of the module documentation, the
+/// header, sections, target size, document order, coverage, and where C–F may cut a block.
+#[cfg(any(test, feature = "invariants"))]
+pub mod invariants {
+    use super::{Chunk, ChunkConfig, ChunkStats, Strategy};
+    use crate::text::{self, Block, BlockKind::Heading, Document};
 
     fn block_at(d: &Document, pos: usize) -> Option<(usize, &Block)> {
         d.blocks.iter().enumerate().find(|(_, b)| b.start <= pos && pos < b.end)
@@ -883,8 +843,8 @@ mod tests {
     }
 
     /// Every invariant the module promises, for a well-formed document (blocks trimmed and
-    /// separated by "\n\n"). Shared by the unit tests and the property tests.
-    fn check(
+    /// separated by "\n\n"); `Err` names the first one broken.
+    pub fn check(
         d: &Document,
         c: &ChunkConfig,
         chunks: &[Chunk],
@@ -1006,6 +966,56 @@ mod tests {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::invariants::check;
+    use super::{chunk_document, header, Chunk, ChunkConfig, ChunkError, ChunkStats, Strategy};
+    use crate::text::{self, Block, BlockKind, Document};
+
+    use BlockKind::{Code, Heading, Text};
+
+    /// Deterministic stand-in for the tokenizer: roughly two chars per piece, plus [CLS]/[SEP].
+    fn fake(s: &str) -> usize {
+        s.chars().count() / 2 + 2
+    }
+
+    /// A document from `(kind, text, section)` blocks, joined by the canonical "\n\n".
+    fn doc(title: &str, blocks: &[(BlockKind, &str, &[&str])]) -> Document {
+        let mut text = String::new();
+        let mut out = Vec::new();
+        for (kind, t, sec) in blocks {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            let start = text.len();
+            text.push_str(t);
+            out.push(Block {
+                start,
+                end: text.len(),
+                kind: *kind,
+                section: sec.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+        Document { path: "p.html".into(), title: title.into(), text, blocks: out }
+    }
+
+    fn cfg(strategy: Strategy, target_chars: usize, overlap_chars: usize, max_tokens: usize) -> ChunkConfig {
+        ChunkConfig { strategy, target_chars, overlap_chars, max_tokens }
+    }
+
+    fn run(d: &Document, c: &ChunkConfig) -> (Vec<Chunk>, ChunkStats) {
+        let (chunks, stats) = chunk_document(d, c, &mut fake);
+        if let Err(e) = check(d, c, &chunks, &stats, &mut fake) {
+            panic!("{e}\nconfig {c:?}\ndoc {d:?}\nchunks {chunks:#?}");
+        }
+        (chunks, stats)
+    }
+
+    fn contents(chunks: &[Chunk]) -> Vec<&str> {
+        chunks.iter().map(|c| c.content.as_str()).collect()
     }
 
     // --- API -------------------------------------------------------------------------------
