@@ -108,12 +108,12 @@ impl LoadedModel {
 
     /// A ready embedder; a file that does not load is named in the error.
     pub fn embedder(&self) -> Result<Embedder, Error> {
-        Embedder::from_bytes(&self.model, &self.tokenizer).map_err(|source| {
-            let path = match source {
+        Embedder::from_bytes(&self.model, &self.tokenizer).map_err(|cause| {
+            let path = match cause {
                 crate::embed::EmbedError::Tokenizer(_) => self.files.tokenizer.clone(),
                 _ => self.files.model.clone(),
             };
-            Error::Load { path, source }
+            Error::Load { path, cause }
         })
     }
 }

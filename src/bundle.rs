@@ -26,14 +26,14 @@ const WASM_RELAXED: &str = "needle_core_relaxed_bg.wasm";
 pub enum BundleError {
     #[error("{what} not found at {path}: {hint}")]
     Missing { what: &'static str, path: PathBuf, hint: &'static str },
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
     #[error(transparent)]
     Index(#[from] IndexError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BundleError + '_ {
-    move |source| BundleError::Io { path: path.to_path_buf(), source }
+    move |cause| BundleError::Io { path: path.to_path_buf(), cause }
 }
 
 #[derive(Debug, Clone, Serialize)]

