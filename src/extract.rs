@@ -105,7 +105,9 @@ use crate::text::{Block, BlockKind, Document};
 
 /// Version of the rule above and of the chrome lists. Bump whenever any change could alter a
 /// page's canonical text: an index built by another extractor is rebuilt, never mixed.
-pub const EXTRACTOR_VERSION: u32 = 1;
+/// 2: hugo-book's `#` permalinks, Docsy's tag list and child-page index, kramdown's in-page
+/// TOC (just-the-docs), Starlight's page footer and VitePress's code language badge are chrome.
+pub const EXTRACTOR_VERSION: u32 = 2;
 
 /// How many leading bytes of an HTML file are searched for a charset declaration. The HTML
 /// standard's prescan looks at 1024; some generators put a long comment or many `<link>`s
@@ -192,10 +194,19 @@ pub const DROP_SELECTORS: &[&str] = &[
     ".header-anchor",
     ".heading-anchor",
     ".td-heading-self-link",
-    // Tables of contents inside the content (docutils' `contents` directive, Docusaurus).
+    // hugo-book and Hugo render-heading hooks: `<a class="anchor" href="#id">#</a>`. Only a
+    // link to a fragment: Docusaurus puts `class="anchor"` on the heading itself.
+    "a.anchor[href^='#']",
+    // Tables of contents inside the content (docutils' `contents` directive, Docusaurus,
+    // kramdown's `{:toc}` list and just-the-docs' "Table of contents" label above it).
     ".toc",
     ".table-of-contents",
     ".contents.topic",
+    "#markdown-toc",
+    ".no_toc.text-delta",
+    // Generated lists of other pages: Docsy's tags/categories and its child-page index.
+    ".taxonomy-terms-article",
+    ".section-index",
     // Breadcrumbs, pager, edit/last-updated footers, version badges.
     ".breadcrumbs",
     ".breadcrumb",
@@ -208,6 +219,10 @@ pub const DROP_SELECTORS: &[&str] = &[
     ".md-footer",
     ".md-content__button",
     ".td-page-meta__lastmod",
+    // Starlight's page footer: edit link, last updated, prev/next, "Built with Starlight".
+    "footer.sl-flex",
+    // VitePress's language badge on code blocks ("ts", "bash"), next to its copy button.
+    "span.lang",
     // Bootstrap's "not in print" marker: Docsy's feedback widget and sidebars use it.
     ".d-print-none",
     // mdBook's hidden lines of Rust examples (`# fn main() {`), folded away for readers.
@@ -511,6 +526,12 @@ pub fn decode(rel_path: &str, bytes: &[u8], kind: SourceKind) -> Result<String, 
             Err(e) => Err(encoding_error(format!("invalid UTF-8 at byte {} (Markdown and text files are read as UTF-8)", e.valid_up_to()))),
         },
     }
+}
+
+/// The encoding an HTML page declares in a `<meta>` within its first [`PRESCAN_BYTES`], as
+/// [`decode`] honours it (a byte-order mark, which wins over it, is not looked at here).
+pub fn declared_charset(bytes: &[u8]) -> Option<&'static Encoding> {
+    prescan_charset(bytes)
 }
 
 /// The HTML standard's "prescan a byte stream to determine its encoding", reduced to what

@@ -500,8 +500,69 @@ fn hugo_docsy_page() {
             "Last modified",
             "Edit this page",
             "All Rights Reserved",
+            // The tag list in the article header and the generated child-page index.
+            "Tags:",
+            "Layout",
+            "Small widgets",
+            "Widget themes",
         ],
     );
+}
+
+#[test]
+fn vitepress_page() {
+    let site = sites().join("vitepress");
+    let doc = page(&site, "guide/getting-started.html");
+    assert_eq!(
+        doc.text,
+        "Getting Started\n\n\
+         Gadget is a small library for talking to gadgets over USB.\n\n\
+         Installation\n\n\
+         Install it from npm:\n\n\
+         npm install gadget\n\n\
+         First call\n\n\
+         import gadget from \"gadget\";\nawait gadget.ping();\n\n\
+         TIP\n\n\
+         The first call opens the device; later calls reuse it."
+    );
+    assert_eq!(section_of(&doc, "npm install gadget"), strs(&["Getting Started", "Installation"]));
+    // The code blocks' language badges ("bash", "ts"), the permalink marks (a zero-width space),
+    // the outline, the sidebar, the pager and the edit link are chrome.
+    assert_absent(&doc, &["bash", "\u{200b}", "On this page", "Sidebar Navigation", "Next page", "Edit this page", "MIT License"]);
+}
+
+#[test]
+fn starlight_page() {
+    let site = sites().join("starlight");
+    let doc = page(&site, "guides/example/index.html");
+    assert_eq!(
+        doc.text,
+        "Connecting a Sensor\n\n\
+         Every probe reads one sensor on its first port.\n\n\
+         Wiring\n\n\
+         Connect the red wire to 3V3 and the black wire to ground before powering the probe."
+    );
+    assert_eq!(section_of(&doc, "Connect the red wire to 3V3 and the black wire to ground before powering the probe."), strs(&["Connecting a Sensor", "Wiring"]));
+    // The page footer inside <main>: edit link, last updated, prev/next, the kudos link.
+    assert_absent(&doc, &["Section titled", "Edit page", "Last updated", "Previous", "Setting Up", "Built with Starlight", "On this page"]);
+}
+
+#[test]
+fn just_the_docs_page() {
+    let site = sites().join("just-the-docs");
+    let doc = page(&site, "docs/installation/index.html");
+    assert_eq!(
+        doc.text,
+        "Installation\n\n\
+         Flowkit runs on Python 3.10 or newer.\n\n\
+         With pip\n\n\
+         pip install flowkit\n\n\
+         From source\n\n\
+         Clone the repository and run make install in it."
+    );
+    assert_eq!(section_of(&doc, "pip install flowkit"), strs(&["Installation", "With pip"]));
+    // kramdown's in-page table of contents and its label; the sidebar, search and footer.
+    assert_absent(&doc, &["Table of contents", "Back to top", "Copyright", "Edit this page", "Just the Docs", "Search Flowkit"]);
 }
 
 #[test]
@@ -758,6 +819,7 @@ fn discovery_over_the_generator_fixtures() {
             "hostile/prose.html",
             "hugo/docs/deploying/index.html",
             "hugo/docs/widgets/index.html",
+            "just-the-docs/docs/installation/index.html",
             "mdbook/getting-started.html",
             "mdbook/start.html",
             "mkdocs/configuration/index.html",
@@ -765,6 +827,8 @@ fn discovery_over_the_generator_fixtures() {
             "sphinx/genindex.html",
             "sphinx/install.html",
             "sphinx/usage.html",
+            "starlight/guides/example/index.html",
+            "vitepress/guide/getting-started.html",
         ]
     );
     assert!(found.files.iter().all(|f| f.abs_path.is_file()));
@@ -848,7 +912,7 @@ fn discovery_rules_on_a_scratch_site() {
 #[test]
 fn the_mirror_constants_are_exported() {
     // The browser script copies these; keep them reachable and non-empty.
-    assert_eq!(extract::EXTRACTOR_VERSION, 1);
+    assert_eq!(extract::EXTRACTOR_VERSION, 2);
     assert_eq!(extract::CONTENT_ROOT_SELECTORS.last(), Some(&"body"));
     assert!(extract::DROP_SELECTORS.contains(&".headerlink"));
     assert!(extract::BLOCK_ELEMENTS.contains(&"td"));

@@ -13,15 +13,17 @@ export const DROP_SELECTORS = [
   "button", "nav", "form", "select", "textarea", "dialog:not([open])",
   "[hidden]", "[aria-hidden=true]", ".sr-only", ".visually-hidden", ".screen-reader-text",
   ".headerlink", ".hash-link", ".anchor-link", ".anchorjs-link", ".header-anchor", ".heading-anchor", ".td-heading-self-link",
-  ".toc", ".table-of-contents", ".contents.topic",
+  "a.anchor[href^='#']",
+  ".toc", ".table-of-contents", ".contents.topic", "#markdown-toc", ".no_toc.text-delta",
+  ".taxonomy-terms-article", ".section-index",
   ".breadcrumbs", ".breadcrumb", ".pagination-nav", ".theme-doc-footer", ".theme-doc-toc-mobile",
   ".theme-doc-version-badge", ".theme-doc-version-banner", ".md-source-file", ".md-footer", ".md-content__button",
-  ".td-page-meta__lastmod", ".d-print-none", ".boring", ".linenos", ".viewcode-link", ".viewcode-back",
+  ".td-page-meta__lastmod", "footer.sl-flex", "span.lang", ".d-print-none", ".boring", ".linenos", ".viewcode-link", ".viewcode-back",
 ];
 export const BLOCK_ELEMENTS = new Set([
   "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir", "div",
   "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
-  "hgroup", "hr", "html", "legend", "li", "listing", "main", "menu", "nav", "ol", "p", "plaintext", "pre", "search",
+  "hgroup", "hr", "html", "label", "legend", "li", "listing", "main", "menu", "nav", "ol", "p", "plaintext", "pre", "search",
   "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "xmp",
 ]);
 export const VERBATIM_ELEMENTS = new Set(["pre", "listing", "xmp", "plaintext"]);
