@@ -73,6 +73,18 @@ pub fn serve_background(root: &Path, port: u16, csp: bool) -> Result<u16, ServeE
     Ok(Server::bind(root, port, csp)?.spawn())
 }
 
+/// The Content-Type for a file: [`mime_type`], except that an HTML page which declares its own
+/// charset in a `<meta>` (found as the extractor finds it) is sent as plain `text/html`, so the
+/// browser decodes it by that declaration, as the extractor did; an HTTP `charset=utf-8` would
+/// override it and turn a windows-1252 page's "é" into "�" in the browser only.
+pub fn content_type(path: &Path, body: &[u8]) -> String {
+    let mime = mime_type(path);
+    if mime.starts_with("text/html") && crate::extract::declared_charset(body).is_some() {
+        return "text/html".to_string();
+    }
+    mime.to_string()
+}
+
 pub fn mime_type(path: &Path) -> &'static str {
     match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("html" | "htm") => "text/html; charset=utf-8",
@@ -157,7 +169,7 @@ fn respond(method: &str, target: &str, root: &Path, csp: bool) -> Response {
             Some(path) => match std::fs::read(&path) {
                 Ok(body) => {
                     let cache = if is_hashed_name(&path) { "public, max-age=31536000, immutable" } else { "no-cache" };
-                    let mut headers = vec![("Content-Type", mime_type(&path).to_string()), ("Cache-Control", cache.to_string())];
+                    let mut headers = vec![("Content-Type", content_type(&path, &body)), ("Cache-Control", cache.to_string())];
                     // needle's service worker may control the whole site (offline visits).
                     if path.file_name().is_some_and(|n| n == "needle-sw.js") {
                         headers.push(("Service-Worker-Allowed", "/".to_string()));
@@ -255,9 +267,13 @@ mod tests {
         std::fs::write(dir.path().join("secret.txt"), "no").unwrap();
         let port = serve_background(&site, 0, true).unwrap();
 
+        std::fs::write(site.join("legacy.html"), b"<meta charset=\"windows-1252\"><p>caf\xe9</p>").unwrap();
         let (h, body) = get(port, "/");
         assert!(h.starts_with("HTTP/1.1 200"), "{h}");
-        assert!(h.contains("text/html") && h.contains("Cache-Control: no-cache"));
+        assert!(h.contains("Content-Type: text/html; charset=utf-8") && h.contains("Cache-Control: no-cache"), "{h}");
+        // A page that declares its charset is decoded by its declaration, as the extractor did.
+        let (legacy, _) = get(port, "/legacy.html");
+        assert!(legacy.contains("Content-Type: text/html\r\n"), "{legacy}");
         assert!(h.contains("script-src 'self' 'wasm-unsafe-eval'"));
         assert_eq!(body, b"<p>hi</p>");
 

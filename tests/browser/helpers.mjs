@@ -97,8 +97,10 @@ export function widgetSite(src, name) {
   cpSync(src, site, { recursive: true });
   for (const f of walk(site)) {
     if (!f.endsWith(".html")) continue;
-    const html = readFileSync(f, "utf8");
-    writeFileSync(f, html.replace(/<\/head>/i, `${WIDGET_SNIPPET}\n</head>`).replace(/<body([^>]*)>/i, `<body$1>\n${WIDGET_ELEMENT}`));
+    // latin1 maps bytes to code units one to one: pages in legacy encodings keep their bytes
+    // (the snippets are ASCII), so the extractor and the browser both decode them by their <meta>.
+    const html = readFileSync(f, "latin1");
+    writeFileSync(f, html.replace(/<\/head>/i, `${WIDGET_SNIPPET}\n</head>`).replace(/<body([^>]*)>/i, `<body$1>\n${WIDGET_ELEMENT}`), "latin1");
   }
   const r = spawnSync(NEEDLE, ["build", site, "--out", bundle], { stdio: ["ignore", "inherit", "inherit"], env: process.env });
   if (r.status !== 0) throw new Error(`needle build failed (${r.status})`);
