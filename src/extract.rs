@@ -42,7 +42,11 @@
 //!    inside them. An `h`*N* piece is a `Heading(N)` block, a verbatim piece a `Code` block,
 //!    every other piece a `Text` block. A leaf nested in a leaf is part of the outer one.
 //! 5. **`<br>`** is a line break: inside a verbatim leaf it is the character `"\n"`; elsewhere
-//!    it ends the current *line* of the piece (see 6).
+//!    it ends the current *line* of the piece (see 6). Inside a verbatim leaf, an element of
+//!    [`BLOCK_ELEMENTS`] also ends a line where it opens and where it closes: a `"\n"` is added
+//!    there unless the leaf's text so far is empty or already ends with `"\n"` (a browser shows
+//!    each such element on a line of its own; Expressive Code, Starlight's highlighter, writes
+//!    every code line as a `<div>` with no newline between them).
 //! 6. **Whitespace.** The whitespace set is the browser's collapsing set, ASCII only: U+0020
 //!    space, U+0009 tab, U+000A LF, U+000C FF, U+000D CR. U+00A0 NO-BREAK SPACE and every other
 //!    Unicode space are ordinary characters and are kept. For a `Text` or `Heading` piece:
@@ -106,7 +110,8 @@ use crate::text::{Block, BlockKind, Document};
 /// Version of the rule above and of the chrome lists. Bump whenever any change could alter a
 /// page's canonical text: an index built by another extractor is rebuilt, never mixed.
 /// 2: hugo-book's `#` permalinks, Docsy's tag list and child-page index, kramdown's in-page
-/// TOC (just-the-docs), Starlight's page footer and VitePress's code language badge are chrome.
+/// TOC (just-the-docs), Starlight's page footer and VitePress's code language badge are chrome;
+/// block elements inside `<pre>` end lines (Expressive Code's line `<div>`s).
 pub const EXTRACTOR_VERSION: u32 = 2;
 
 /// How many leading bytes of an HTML file are searched for a charset declaration. The HTML
@@ -822,10 +827,21 @@ impl Builder {
         }
     }
 
+    /// Inside a verbatim leaf, a block element's edge ends the line (rule step 5).
+    fn code_line_end(&mut self) {
+        if let Some((_, Mode::Code)) = self.leaf {
+            if self.lines.last().and_then(|l| l.chars().last()).is_some_and(|c| c != '\n') {
+                self.push_text("\n");
+            }
+        }
+    }
+
     fn open(&mut self, id: NodeId, name: &str) {
         if self.leaf.is_some() {
             if name == "br" {
                 self.line_break();
+            } else if BLOCKS.contains(name) {
+                self.code_line_end();
             }
             return;
         }
@@ -847,6 +863,8 @@ impl Builder {
             if leaf == id {
                 self.flush();
                 self.leaf = None;
+            } else if BLOCKS.contains(name) {
+                self.code_line_end();
             }
             return;
         }
@@ -1010,6 +1028,27 @@ mod tests {
         for s in DROP_SELECTORS {
             assert!(!s.contains(' ') && !s.contains('>') && !s.contains('+') && !s.contains('~'), "{s}");
         }
+    }
+
+    #[test]
+    fn block_elements_inside_pre_end_lines() {
+        // Expressive Code (Starlight): one <div> per line, no newline text between them; an
+        // empty line holds a "\n" of its own.
+        let d = page(concat!(
+            "<body><pre><code>",
+            r#"<div class="ec-line"><div class="code"><span>f(</span></div></div>"#,
+            r#"<div class="ec-line"><div class="code"><span class="indent">  </span>x,</div></div>"#,
+            r#"<div class="ec-line"><div class="code">"#,
+            "\n</div></div>",
+            r#"<div class="ec-line"><div class="code">)</div></div>"#,
+            "</code></pre></body>"
+        ));
+        assert_eq!(d.text, "f(\n  x,\n\n)");
+        // Text before and after a block inside <pre>; lines that already end in "\n" get no other.
+        assert_eq!(page("<body><pre>a<div>b</div>c</pre></body>").text, "a\nb\nc");
+        assert_eq!(page("<body><pre>a\n<p>b\n</p>c</pre></body>").text, "a\nb\nc");
+        // Inline elements inside <pre> still add nothing.
+        assert_eq!(page("<body><pre><span>a</span><span>b</span></pre></body>").text, "ab");
     }
 
     #[test]

@@ -540,11 +540,15 @@ fn starlight_page() {
         "Connecting a Sensor\n\n\
          Every probe reads one sensor on its first port.\n\n\
          Wiring\n\n\
-         Connect the red wire to 3V3 and the black wire to ground before powering the probe."
+         Connect the red wire to 3V3 and the black wire to ground before powering the probe.\n\n\
+         Then check it:\n\n\
+         probe init\nprobe read --port 1"
     );
+    // Expressive Code writes each code line as a <div>: each is a line of the code block.
+    assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Code && &doc.text[b.start..b.end] == "probe init\nprobe read --port 1"));
     assert_eq!(section_of(&doc, "Connect the red wire to 3V3 and the black wire to ground before powering the probe."), strs(&["Connecting a Sensor", "Wiring"]));
     // The page footer inside <main>: edit link, last updated, prev/next, the kudos link.
-    assert_absent(&doc, &["Section titled", "Edit page", "Last updated", "Previous", "Setting Up", "Built with Starlight", "On this page"]);
+    assert_absent(&doc, &["Terminal window", "Copy to clipboard", "Section titled", "Edit page", "Last updated", "Previous", "Setting Up", "Built with Starlight", "On this page"]);
 }
 
 #[test]

@@ -89,9 +89,19 @@ class Builder {
     if (this.leaf?.mode === "code") this.lines[this.lines.length - 1].push({ node: null, text: "\n" });
     else this.lines.push([]);
   }
+  /** Inside a verbatim leaf, a block element's edge ends the line (src/extract.rs, step 5). */
+  codeLineEnd() {
+    if (this.leaf?.mode !== "code") return;
+    const line = this.lines[this.lines.length - 1];
+    const run = line[line.length - 1];
+    if (!run) return;
+    const last = run.node === null ? run.text : run.node.data[run.to - 1];
+    if (last !== "\n") line.push({ node: null, text: "\n" });
+  }
   open(el, name) {
     if (this.leaf) {
       if (name === "br") this.lineBreak();
+      else if (BLOCK_ELEMENTS.has(name)) this.codeLineEnd();
       return;
     }
     if (/^h[1-6]$/.test(name)) {
@@ -111,7 +121,7 @@ class Builder {
       if (this.leaf.el === el) {
         this.flush();
         this.leaf = null;
-      }
+      } else if (BLOCK_ELEMENTS.has(name)) this.codeLineEnd();
       return;
     }
     if (BLOCK_ELEMENTS.has(name)) this.flush();
