@@ -33,12 +33,18 @@ const mib = (n) => (n == null ? "n/a" : `${(n / (1 << 20)).toFixed(2)} MiB`);
 
 describe("load: 10,000 queries in one browser tab", () => {
   let server, browser, page, cdp;
+  let closing = false;
   before(async () => {
     const { site } = fixtureSite();
     server = await serve(site, { csp: true });
     // --expose-gc: engine.memory() collects garbage in the worker before it reads the heap.
     browser = await launch({ args: [...CHROMIUM_ARGS, "--js-flags=--expose-gc"] });
     page = await (await browser.newContext({ serviceWorkers: "block" })).newPage();
+    // One CI run saw "Target page, context or browser has been closed" mid-soak; if it happens
+    // again, say which side went away.
+    page.on("crash", () => console.log("load: the page's renderer crashed"));
+    page.on("close", () => closing || console.log("load: the page closed before the tests ended"));
+    browser.on("disconnected", () => closing || console.log("load: the browser went away before the tests ended"));
     await page.goto(server.url + "index.html");
     await page.evaluate(async () => {
       const { open } = await import("/needle/needle.js");
@@ -49,6 +55,7 @@ describe("load: 10,000 queries in one browser tab", () => {
     cdp = await page.context().newCDPSession(page);
   });
   after(async () => {
+    closing = true;
     await browser?.close();
     server?.close();
   });
