@@ -511,7 +511,7 @@ pub fn decode(rel_path: &str, bytes: &[u8], kind: SourceKind) -> Result<String, 
     if let Some(offset) = bytes.iter().position(|&b| b == 0) {
         return Err(ExtractError::Binary { path: rel_path.to_string(), offset });
     }
-    let declared = if kind == SourceKind::Html { prescan_charset(bytes) } else { None };
+    let declared = if kind == SourceKind::Html { declared_charset(bytes) } else { None };
     match declared {
         Some(enc) if enc == encoding_rs::REPLACEMENT => {
             Err(encoding_error(format!("declares a charset that browsers refuse to decode ({})", enc.name())))
@@ -534,15 +534,11 @@ pub fn decode(rel_path: &str, bytes: &[u8], kind: SourceKind) -> Result<String, 
 }
 
 /// The encoding an HTML page declares in a `<meta>` within its first [`PRESCAN_BYTES`], as
-/// [`decode`] honours it (a byte-order mark, which wins over it, is not looked at here).
+/// [`decode`] honours it (a byte-order mark, which wins over it, is not looked at here): the
+/// HTML standard's "prescan a byte stream to determine its encoding", reduced to what matters
+/// for `<meta>`; comments and other tags are skipped so that a `charset=` inside them is not
+/// mistaken for a declaration.
 pub fn declared_charset(bytes: &[u8]) -> Option<&'static Encoding> {
-    prescan_charset(bytes)
-}
-
-/// The HTML standard's "prescan a byte stream to determine its encoding", reduced to what
-/// matters for `<meta>`: comments and other tags are skipped so that a `charset=` inside them
-/// is not mistaken for a declaration.
-fn prescan_charset(bytes: &[u8]) -> Option<&'static Encoding> {
     let b = &bytes[..bytes.len().min(PRESCAN_BYTES)];
     let mut i = 0;
     while i < b.len() {
@@ -1074,14 +1070,14 @@ mod tests {
 
     #[test]
     fn prescan_finds_both_declaration_forms() {
-        assert_eq!(prescan_charset(b"<!doctype html><meta charset=\"windows-1252\">"), Some(encoding_rs::WINDOWS_1252));
+        assert_eq!(declared_charset(b"<!doctype html><meta charset=\"windows-1252\">"), Some(encoding_rs::WINDOWS_1252));
         assert_eq!(
-            prescan_charset(b"<html><head><meta http-equiv=Content-Type content='text/html; charset=ISO-8859-1'>"),
+            declared_charset(b"<html><head><meta http-equiv=Content-Type content='text/html; charset=ISO-8859-1'>"),
             Some(encoding_rs::WINDOWS_1252)
         );
-        assert_eq!(prescan_charset(b"<!-- <meta charset=latin1> --><p>"), None);
-        assert_eq!(prescan_charset(b"<meta charset=utf-16>"), Some(encoding_rs::UTF_8));
-        assert_eq!(prescan_charset(b"<a title='<meta charset=latin1>'>"), None);
+        assert_eq!(declared_charset(b"<!-- <meta charset=latin1> --><p>"), None);
+        assert_eq!(declared_charset(b"<meta charset=utf-16>"), Some(encoding_rs::UTF_8));
+        assert_eq!(declared_charset(b"<a title='<meta charset=latin1>'>"), None);
     }
 
     #[test]
