@@ -10,6 +10,8 @@
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use tract_onnx::prelude::*;
 
+mod softmax;
+
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 pub const DIM: usize = 384;
 /// The encoder's window in word-pieces, [CLS] and [SEP] included.
@@ -39,6 +41,9 @@ pub struct Embedder {
     counter: Tokenizer,
     plan: Arc<Plan>,
     vocab_size: usize,
+    /// How many of the graph's softmax ops run as `softmax::LastAxisSoftmax`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fast_softmax: usize,
 }
 
 // The build shares one Embedder (one optimised plan) between its rayon threads; keep that possible.
@@ -70,12 +75,15 @@ impl Embedder {
         let inference = tract_onnx::onnx().model_for_read(&mut reader).map_err(|e| model_err("reading ONNX", e))?;
         // Use the graph's own sequence symbol so the input fact and the graph's shapes agree.
         let seq = inference.sym("S");
-        let plan = inference
+        let mut optimized = inference
             .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), seq.to_dim())))
             .and_then(|m| m.into_optimized())
-            .and_then(|m| m.into_runnable())
             .map_err(|e| model_err("preparing the graph", e))?;
-        let emb = Embedder { tokenizer, counter, plan, vocab_size };
+        // tract's softmax is slow on rows whose length is not a multiple of its SIMD width,
+        // which is nearly every text: see `softmax`.
+        let fast_softmax = softmax::substitute(&mut optimized).map_err(|e| model_err("preparing the graph", e))?;
+        let plan = optimized.into_runnable().map_err(|e| model_err("preparing the graph", e))?;
+        let emb = Embedder { tokenizer, counter, plan, vocab_size, fast_softmax };
         // Fail at load, not at the first query, if the graph is not a DIM-wide sentence encoder.
         let probe = emb.embed_ids(&[101, 102])?;
         if probe.len() != DIM {
@@ -170,6 +178,36 @@ mod tests {
             assert!((f64::from(dot(&a, &b)) - plain).abs() < 1e-5, "n = {n}");
         }
         assert_eq!(dot(&[1.0, 2.0, 3.0], &[4.0]), 4.0, "the shorter length counts");
+    }
+
+    /// The shipped model's six attention softmaxes all run as `LastAxisSoftmax` (a tract
+    /// upgrade that renamed or reshaped its softmax would otherwise silently bring back the
+    /// slow path), and the embedding still matches the plain tract plan's.
+    #[test]
+    fn the_shipped_model_runs_every_softmax_through_the_row_kernel() {
+        let files = crate::model::ModelFiles::locate().expect("the model (./build.sh model)");
+        let model = std::fs::read(&files.model).expect("model file");
+        let tok = std::fs::read(&files.tokenizer).expect("tokenizer file");
+        let emb = Embedder::from_bytes(&model, &tok).expect("load");
+        assert_eq!(emb.fast_softmax, 6);
+
+        let mut reader = &model[..];
+        let inference = tract_onnx::onnx().model_for_read(&mut reader).expect("onnx");
+        let seq = inference.sym("S");
+        let plain = inference
+            .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), seq.to_dim())))
+            .and_then(|m| m.into_optimized())
+            .and_then(|m| m.into_runnable())
+            .expect("plain plan");
+        for text in ["Which types are Send and Sync?", &"A longer passage about unsafe code and its invariants. ".repeat(20)] {
+            let ids = emb.tokenize(text).expect("tokenize");
+            let ours = emb.embed_ids(&ids).expect("embed");
+            let input = Tensor::from_shape(&[1, ids.len()], &ids).expect("input");
+            let out = plain.run(tvec!(input.into())).expect("run");
+            let theirs: Vec<f32> = out[0].to_plain_array_view::<f32>().expect("view").iter().copied().collect();
+            let d = cosine_distance(&ours, &theirs);
+            assert!(d < 1e-6, "{} tokens: cosine distance {d} from tract's own softmax", ids.len());
+        }
     }
 
     #[test]

@@ -203,7 +203,7 @@ impl Index {
         let header: Header = postcard::from_bytes(&bytes[20..header_end]).map_err(|e| malformed(format!("header: {e}")))?;
         let raw = &bytes[header_end..body_end];
         let vectors = if version == 1 {
-            if raw.len() % 4 != 0 {
+            if !raw.len().is_multiple_of(4) {
                 return Err(malformed("vector block is not a whole number of f32".into()));
             }
             raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
