@@ -83,8 +83,9 @@ cmd_wasm() {
     CARGO_TARGET_DIR=${NEEDLE_WASM_TARGET_DIR:-$ROOT/target/wasm} RUSTFLAGS="-C target-feature=+simd128" \
         wasm-pack --quiet build --release --target web --mode no-install $opt \
         --out-dir pkg --out-name needle_core -- --no-default-features
-    # The same code with relaxed SIMD (fused multiply-add in tract's matrix kernels): about 10 %
-    # faster query embedding where the engine has it (Chromium since 114); needle.js picks it
+    # The same code with relaxed SIMD (fused multiply-add in the matrix kernels): about 10 %
+    # faster query embedding with tract's tile on an Intel host, no faster with needle's own tile
+    # on an AMD one (BENCHMARKS.md), where the engine has it (Chromium since 114); needle.js picks it
     # after validating a probe module, and falls back to the build above. Its own target
     # folder (other RUSTFLAGS); the wasm-bindgen glue must come out identical.
     log "wasm-pack build (release, +simd128 +relaxed-simd) into pkg/needle_core_relaxed_bg.wasm"

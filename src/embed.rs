@@ -10,6 +10,7 @@
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use tract_onnx::prelude::*;
 
+mod linear;
 mod softmax;
 
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -44,6 +45,10 @@ pub struct Embedder {
     /// How many of the graph's softmax ops run as `softmax::LastAxisSoftmax`.
     #[cfg_attr(not(test), allow(dead_code))]
     fast_softmax: usize,
+    /// How many of the graph's weight matmuls run as `linear::Linear` (all 36 in WebAssembly,
+    /// none natively).
+    #[cfg_attr(not(test), allow(dead_code))]
+    own_linear: usize,
 }
 
 // The build shares one Embedder (one optimised plan) between its rayon threads; keep that possible.
@@ -55,6 +60,12 @@ const _: () = {
 impl Embedder {
     /// Loads an ONNX model (as written by `needle model convert`) and a `tokenizer.json`.
     pub fn from_bytes(model: &[u8], tokenizer_json: &[u8]) -> Result<Self, EmbedError> {
+        // In WebAssembly tract's f32 matmul tile spills registers on x86-64; natively its AVX and
+        // NEON kernels beat the portable form of needle's (see `linear`).
+        Self::load(model, tokenizer_json, cfg!(target_arch = "wasm32"))
+    }
+
+    fn load(model: &[u8], tokenizer_json: &[u8], own_linear: bool) -> Result<Self, EmbedError> {
         let mut counter = Tokenizer::from_bytes(tokenizer_json).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         // The shipped tokenizer.json truncates at 128 and pads to 128: neither matches the
         // model's 256 window, and padding would change the mean (the graph has no mask).
@@ -75,15 +86,17 @@ impl Embedder {
         let inference = tract_onnx::onnx().model_for_read(&mut reader).map_err(|e| model_err("reading ONNX", e))?;
         // Use the graph's own sequence symbol so the input fact and the graph's shapes agree.
         let seq = inference.sym("S");
-        let mut optimized = inference
+        let mut typed = inference
             .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), seq.to_dim())))
-            .and_then(|m| m.into_optimized())
+            .and_then(|m| m.into_typed())
             .map_err(|e| model_err("preparing the graph", e))?;
+        let own_linear = if own_linear { linear::substitute(&mut typed).map_err(|e| model_err("preparing the graph", e))? } else { 0 };
+        let mut optimized = typed.into_optimized().map_err(|e| model_err("preparing the graph", e))?;
         // tract's softmax is slow on rows whose length is not a multiple of its SIMD width,
         // which is nearly every text: see `softmax`.
         let fast_softmax = softmax::substitute(&mut optimized).map_err(|e| model_err("preparing the graph", e))?;
         let plan = optimized.into_runnable().map_err(|e| model_err("preparing the graph", e))?;
-        let emb = Embedder { tokenizer, counter, plan, vocab_size, fast_softmax };
+        let emb = Embedder { tokenizer, counter, plan, vocab_size, fast_softmax, own_linear };
         // Fail at load, not at the first query, if the graph is not a DIM-wide sentence encoder.
         let probe = emb.embed_ids(&[101, 102])?;
         if probe.len() != DIM {
@@ -180,34 +193,58 @@ mod tests {
         assert_eq!(dot(&[1.0, 2.0, 3.0], &[4.0]), 4.0, "the shorter length counts");
     }
 
-    /// The shipped model's six attention softmaxes all run as `LastAxisSoftmax` (a tract
-    /// upgrade that renamed or reshaped its softmax would otherwise silently bring back the
-    /// slow path), and the embedding still matches the plain tract plan's.
-    #[test]
-    fn the_shipped_model_runs_every_softmax_through_the_row_kernel() {
-        let files = crate::model::ModelFiles::locate().expect("the model (./build.sh model)");
-        let model = std::fs::read(&files.model).expect("model file");
-        let tok = std::fs::read(&files.tokenizer).expect("tokenizer file");
-        let emb = Embedder::from_bytes(&model, &tok).expect("load");
-        assert_eq!(emb.fast_softmax, 6);
-
-        let mut reader = &model[..];
+    /// tract's own plan for the shipped model, none of needle's ops in it.
+    fn plain_tract_plan(model: &[u8]) -> Arc<Plan> {
+        let mut reader = model;
         let inference = tract_onnx::onnx().model_for_read(&mut reader).expect("onnx");
         let seq = inference.sym("S");
-        let plain = inference
+        inference
             .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), seq.to_dim())))
             .and_then(|m| m.into_optimized())
             .and_then(|m| m.into_runnable())
-            .expect("plain plan");
-        for text in ["Which types are Send and Sync?", &"A longer passage about unsafe code and its invariants. ".repeat(20)] {
+            .expect("plain plan")
+    }
+
+    /// `emb`'s embeddings of a short query and a 256-word-piece passage against `plain`'s.
+    fn assert_same_embeddings(emb: &Embedder, plain: &Arc<Plan>, what: &str) {
+        let long = "A longer passage about unsafe code and its invariants. ".repeat(30);
+        for text in ["Which types are Send and Sync?", "ok", &long] {
             let ids = emb.tokenize(text).expect("tokenize");
             let ours = emb.embed_ids(&ids).expect("embed");
             let input = Tensor::from_shape(&[1, ids.len()], &ids).expect("input");
             let out = plain.run(tvec!(input.into())).expect("run");
             let theirs: Vec<f32> = out[0].to_plain_array_view::<f32>().expect("view").iter().copied().collect();
             let d = cosine_distance(&ours, &theirs);
-            assert!(d < 1e-6, "{} tokens: cosine distance {d} from tract's own softmax", ids.len());
+            assert!(d < 1e-6, "{} tokens: cosine distance {d} from tract's own {what}", ids.len());
         }
+    }
+
+    fn shipped_model() -> (Vec<u8>, Vec<u8>) {
+        let files = crate::model::ModelFiles::locate().expect("the model (./build.sh model)");
+        (std::fs::read(&files.model).expect("model file"), std::fs::read(&files.tokenizer).expect("tokenizer file"))
+    }
+
+    /// The shipped model's six attention softmaxes all run as `LastAxisSoftmax` (a tract
+    /// upgrade that renamed or reshaped its softmax would otherwise silently bring back the
+    /// slow path), and the embedding still matches the plain tract plan's.
+    #[test]
+    fn the_shipped_model_runs_every_softmax_through_the_row_kernel() {
+        let (model, tok) = shipped_model();
+        let emb = Embedder::from_bytes(&model, &tok).expect("load");
+        assert_eq!(emb.fast_softmax, 6);
+        assert_eq!(emb.own_linear, if cfg!(target_arch = "wasm32") { 36 } else { 0 });
+        assert_same_embeddings(&emb, &plain_tract_plan(&model), "softmax");
+    }
+
+    /// The WebAssembly plan: all 36 weight matmuls (Q, K, V, attention output, both
+    /// feed-forward layers, in six layers) run as `linear::Linear`, here through its portable
+    /// tile, and the embeddings match tract's own matmuls.
+    #[test]
+    fn the_shipped_model_runs_every_weight_matmul_through_needles_tile() {
+        let (model, tok) = shipped_model();
+        let emb = Embedder::load(&model, &tok, true).expect("load");
+        assert_eq!((emb.own_linear, emb.fast_softmax), (36, 6));
+        assert_same_embeddings(&emb, &plain_tract_plan(&model), "matmuls");
     }
 
     #[test]
