@@ -205,7 +205,7 @@ mod tests {
             .expect("plain plan")
     }
 
-    /// `emb`'s embeddings of a short query and a 256-word-piece passage against `plain`'s.
+    /// `emb`'s embeddings of two queries and a 256-word-piece passage against `plain`'s.
     fn assert_same_embeddings(emb: &Embedder, plain: &Arc<Plan>, what: &str) {
         let long = "A longer passage about unsafe code and its invariants. ".repeat(30);
         for text in ["Which types are Send and Sync?", "ok", &long] {
