@@ -5,8 +5,8 @@
 //! cargo bench --bench query
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use needle::build::{build_index, BuildOptions, LoadedModel};
 use needle::bm25::Bm25;
+use needle::build::{build_index, BuildOptions, LoadedModel};
 use needle::index::Index;
 use needle::model::ModelFiles;
 use needle::search::{self, Mode, SearchOptions};

@@ -12,10 +12,7 @@ pub const B: f32 = 0.75;
 /// Lowercased alphanumeric runs. `char::is_alphanumeric` keeps letters and digits of every
 /// script, so "café" and "日本語" are words too.
 pub fn tokenize(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
-        .collect()
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_lowercase()).collect()
 }
 
 /// The statistics BM25 needs, as stored in the index.

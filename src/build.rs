@@ -196,11 +196,8 @@ fn short(sha: &str) -> &str {
 pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previous: Option<&Index>) -> Result<(Index, BuildReport), Error> {
     let start = Instant::now();
     let mut report = BuildReport::default();
-    let stamp = Stamp {
-        model: model.stamp.clone(),
-        pipeline_version: crate::PIPELINE_VERSION,
-        extractor_version: extract::EXTRACTOR_VERSION,
-    };
+    let stamp =
+        Stamp { model: model.stamp.clone(), pipeline_version: crate::PIPELINE_VERSION, extractor_version: extract::EXTRACTOR_VERSION };
     let previous = match previous.map(|p| Previous::new(p, &stamp, opts)) {
         None => None,
         Some(Ok(p)) => Some(p),
@@ -262,11 +259,8 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
     }
 
     // Unchanged pages keep their chunks and vectors.
-    let reuse: Vec<Option<usize>> = pages
-        .iter()
-        .zip(&docs)
-        .map(|(page, doc)| doc.as_ref().and(previous.as_ref()).and_then(|prev| prev.matching(page)))
-        .collect();
+    let reuse: Vec<Option<usize>> =
+        pages.iter().zip(&docs).map(|(page, doc)| doc.as_ref().and(previous.as_ref()).and_then(|prev| prev.matching(page))).collect();
 
     // Chunking needs the tokenizer (window check); the one embedder does it all.
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads).max(1);
@@ -403,8 +397,12 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
     // Skipped pages close the list (they own no chunks), so `needle status` shows them too.
     report.skipped.sort();
     let listed: std::collections::HashSet<String> = pages.iter().map(|p| p.path.clone()).collect();
-    let skipped: Vec<PageEntry> =
-        report.skipped.iter().filter(|(path, _)| !listed.contains(path)).map(|(path, reason)| skipped_page(path.clone(), reason.clone())).collect();
+    let skipped: Vec<PageEntry> = report
+        .skipped
+        .iter()
+        .filter(|(path, _)| !listed.contains(path))
+        .map(|(path, reason)| skipped_page(path.clone(), reason.clone()))
+        .collect();
     pages.extend(skipped);
 
     let texts: Vec<String> = chunks.iter().map(ChunkEntry::embedded_text).collect();
@@ -473,11 +471,25 @@ fn ok_page(doc: &Document, hash: String) -> PageEntry {
 }
 
 fn failed_page(path: String, reason: String) -> PageEntry {
-    PageEntry { path, title: String::new(), content_hash: String::new(), text_len: 0, status: PageStatus::Failed { reason }, chunk_count: 0 }
+    PageEntry {
+        path,
+        title: String::new(),
+        content_hash: String::new(),
+        text_len: 0,
+        status: PageStatus::Failed { reason },
+        chunk_count: 0,
+    }
 }
 
 fn skipped_page(path: String, reason: String) -> PageEntry {
-    PageEntry { path, title: String::new(), content_hash: String::new(), text_len: 0, status: PageStatus::Skipped { reason }, chunk_count: 0 }
+    PageEntry {
+        path,
+        title: String::new(),
+        content_hash: String::new(),
+        text_len: 0,
+        status: PageStatus::Skipped { reason },
+        chunk_count: 0,
+    }
 }
 
 /// Extraction errors start with the page's path; the report pairs the path with the reason.
@@ -504,4 +516,3 @@ fn progress_bar(enabled: bool, len: usize) -> Option<indicatif::ProgressBar> {
     }
     Some(bar)
 }
-

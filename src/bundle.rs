@@ -111,7 +111,14 @@ pub fn write_bundle(out_dir: &Path, index_bytes: &[u8], model: &Path, tokenizer:
 }
 
 /// `write_bundle` with explicit `pkg/` and `www/` folders.
-pub fn write_bundle_from(out_dir: &Path, index_bytes: &[u8], model: &Path, tokenizer: &Path, pkg: &Path, www: &Path) -> Result<BundleReport, BundleError> {
+pub fn write_bundle_from(
+    out_dir: &Path,
+    index_bytes: &[u8],
+    model: &Path,
+    tokenizer: &Path,
+    pkg: &Path,
+    www: &Path,
+) -> Result<BundleReport, BundleError> {
     let index = Index::from_bytes(index_bytes, "index")?;
     for (what, path, hint) in [
         ("the WebAssembly engine", pkg.join(WASM), "run `./build.sh wasm` (or set NEEDLE_PKG_DIR)"),
@@ -164,10 +171,13 @@ pub fn write_bundle_from(out_dir: &Path, index_bytes: &[u8], model: &Path, token
     let mut files = std::collections::BTreeMap::new();
     let mut sizes = std::collections::BTreeMap::new();
     let mut keep = std::collections::HashSet::new();
-    for (role, name, bytes) in hashed.iter().map(|(r, n, b)| (*r, hashed_name(n, b), b)).chain(fixed.iter().map(|(r, n, b)| (*r, n.clone(), b))) {
+    for (role, name, bytes) in
+        hashed.iter().map(|(r, n, b)| (*r, hashed_name(n, b), b)).chain(fixed.iter().map(|(r, n, b)| (*r, n.clone(), b)))
+    {
         let path = out_dir.join(&name);
         // Same name = same bytes for hashed files; skip rewriting a large model or wasm.
-        let unchanged = std::fs::metadata(&path).map(|m| m.len() == bytes.len() as u64).unwrap_or(false) && !matches!(role, "api" | "widget" | "sw");
+        let unchanged =
+            std::fs::metadata(&path).map(|m| m.len() == bytes.len() as u64).unwrap_or(false) && !matches!(role, "api" | "widget" | "sw");
         if !unchanged {
             write_atomic(&path, bytes)?;
         }
@@ -261,7 +271,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bytes = crate::index::tests::tiny().to_bytes().unwrap();
         let nowhere = dir.path().join("nowhere");
-        let err = write_bundle_from(&dir.path().join("out"), &bytes, Path::new("m.onnx"), Path::new("t.json"), &nowhere, &www_dir()).unwrap_err();
+        let err =
+            write_bundle_from(&dir.path().join("out"), &bytes, Path::new("m.onnx"), Path::new("t.json"), &nowhere, &www_dir()).unwrap_err();
         assert!(err.to_string().contains("./build.sh wasm"), "{err}");
     }
 }

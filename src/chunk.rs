@@ -208,11 +208,7 @@ pub fn header(title: &str, section: &str) -> String {
 /// encoder sees it, [CLS] and [SEP] included. Total: never panics on malformed blocks (they
 /// are clamped to the text and to char boundaries; a document with no blocks is treated as one
 /// text block).
-pub fn chunk_document(
-    doc: &Document,
-    cfg: &ChunkConfig,
-    count_tokens: &mut dyn FnMut(&str) -> usize,
-) -> (Vec<Chunk>, ChunkStats) {
+pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn FnMut(&str) -> usize) -> (Vec<Chunk>, ChunkStats) {
     let layout = Layout::new(doc);
     let text = layout.text;
     let target = cfg.target_chars.max(1);
@@ -247,25 +243,9 @@ pub fn chunk_document(
         }
         stats.split_for_window += 1;
         let mut parts = Vec::new();
-        split(
-            &layout,
-            piece.start,
-            piece.end,
-            &WINDOW_LEVELS,
-            true,
-            &|_, end| end,
-            &mut fits,
-            &mut parts,
-            &mut stats.dropped_chars,
-        );
+        split(&layout, piece.start, piece.end, &WINDOW_LEVELS, true, &|_, end| end, &mut fits, &mut parts, &mut stats.dropped_chars);
         for (i, (a, b)) in parts.into_iter().enumerate() {
-            cores.push(Core {
-                start: a,
-                end: b,
-                group_start: piece.group_start && i == 0,
-                section: section.clone(),
-                header: hdr.clone(),
-            });
+            cores.push(Core { start: a, end: b, group_start: piece.group_start && i == 0, section: section.clone(), header: hdr.clone() });
         }
     }
 
@@ -286,8 +266,7 @@ pub fn chunk_document(
                 start = overlap_start(text, rule, pf, pt, core.start, cfg.overlap_chars, &mut fits);
             }
         }
-        let (Some(content), Some(from), Some(to)) = (text.get(start..core.end), from_units.at(start), to_units.at(core.end))
-        else {
+        let (Some(content), Some(from), Some(to)) = (text.get(start..core.end), from_units.at(start), to_units.at(core.end)) else {
             // Unreachable: every position is a char boundary by construction.
             debug_assert!(false, "chunk range {start}..{} is not on char boundaries", core.end);
             continue;
@@ -636,8 +615,7 @@ fn fill_before_oversized(
     if fits(sp.start, sp.end.min(e)) {
         return None;
     }
-    let inside: Vec<usize> =
-        cands.iter().filter(|c| c.0 > sp.start && c.0 < sp.end && c.1 <= Level::Sentence).map(|c| c.0).collect();
+    let inside: Vec<usize> = cands.iter().filter(|c| c.0 > sp.start && c.0 < sp.end && c.1 <= Level::Sentence).map(|c| c.0).collect();
     farthest_fitting(&inside, &mut |p| fits(cur, trim_end(text, cur, p)))
 }
 
@@ -716,9 +694,7 @@ fn overlap_start(
         .char_indices()
         .map(|(o, c)| (ov + o, c))
         .filter(|&(p, c)| {
-            !c.is_whitespace()
-                && p > ov
-                && (rule == OverlapRule::Chars || text[..p].chars().next_back().is_some_and(char::is_whitespace))
+            !c.is_whitespace() && p > ov && (rule == OverlapRule::Chars || text[..p].chars().next_back().is_some_and(char::is_whitespace))
         })
         .map(|(p, _)| p)
         .collect();
@@ -957,8 +933,8 @@ pub mod invariants {
                         first -= 1;
                     }
                     let ext = &t[d.blocks[first].start..bl.end];
-                    let too_big =
-                        ext.chars().count() > target || count(&super::embed_text(&ch.text[..ch.header_len.saturating_sub(1)], ext)) > c.max_tokens;
+                    let too_big = ext.chars().count() > target
+                        || count(&super::embed_text(&ch.text[..ch.header_len.saturating_sub(1)], ext)) > c.max_tokens;
                     if !too_big {
                         return Err(format!("chunk {i}: boundary {pos} inside block {k} {:?}, which fits", &t[bl.start..bl.end]));
                     }
@@ -992,12 +968,7 @@ mod tests {
             }
             let start = text.len();
             text.push_str(t);
-            out.push(Block {
-                start,
-                end: text.len(),
-                kind: *kind,
-                section: sec.iter().map(|s| s.to_string()).collect(),
-            });
+            out.push(Block { start, end: text.len(), kind: *kind, section: sec.iter().map(|s| s.to_string()).collect() });
         }
         Document { path: "p.html".into(), title: title.into(), text, blocks: out }
     }
@@ -1146,15 +1117,8 @@ mod tests {
 
     #[test]
     fn c_packs_blocks_and_headings_start_chunks() {
-        let d = doc(
-            "T",
-            &[
-                (Text, "Intro.", &[]),
-                (Text, "Second.", &[]),
-                (Heading(2), "Usage", &["Usage"]),
-                (Text, "Call it.", &["Usage"]),
-            ],
-        );
+        let d =
+            doc("T", &[(Text, "Intro.", &[]), (Text, "Second.", &[]), (Heading(2), "Usage", &["Usage"]), (Text, "Call it.", &["Usage"])]);
         let (chunks, _) = run(&d, &cfg(Strategy::C, 100, 0, 256));
         assert_eq!(contents(&chunks), ["Intro.\n\nSecond.", "Usage\n\nCall it."]);
         assert_eq!(chunks[1].section, "Usage");
@@ -1319,12 +1283,7 @@ mod tests {
         let (chunks, _) = run(&guide(), &cfg(Strategy::F, 30, 10, 256));
         assert_eq!(
             contents(&chunks),
-            [
-                "Install\n\nRun the installer.",
-                "installer. It takes a minute.",
-                "Linux\n\napt install needle",
-                "install needle\n\nDone.",
-            ]
+            ["Install\n\nRun the installer.", "installer. It takes a minute.", "Linux\n\napt install needle", "install needle\n\nDone.",]
         );
         assert!(chunks[1].text.starts_with("[Guide > Install]\ninstaller."));
     }
@@ -1355,7 +1314,10 @@ mod tests {
     #[test]
     fn long_titles_truncate_the_header_never_the_content() {
         let title = "An extraordinarily long page title that goes on and on ".repeat(10);
-        let d = doc(&title, &[(Heading(1), "Deep", &["Part", "Chapter", "Deep"]), (Text, "The body text stays whole.", &["Part", "Chapter", "Deep"])]);
+        let d = doc(
+            &title,
+            &[(Heading(1), "Deep", &["Part", "Chapter", "Deep"]), (Text, "The body text stays whole.", &["Part", "Chapter", "Deep"])],
+        );
         let (chunks, stats) = run(&d, &cfg(Strategy::E, 512, 0, 40));
         assert_eq!(stats.split_for_window, 0);
         assert_eq!(contents(&chunks), ["Deep\n\nThe body text stays whole."]);
@@ -1402,8 +1364,8 @@ mod tests {
         use proptest::strategy::Strategy as _;
 
         const ALPHABET: &[char] = &[
-            'a', 'b', 'c', 'x', 'Z', '1', ' ', ' ', ' ', ' ', '.', '.', '?', '!', ',', '\n', '\t', '日', '本', '語', '。', '！',
-            '🦀', '👍', 'é', 'à', '\u{a0}', '\u{3000}',
+            'a', 'b', 'c', 'x', 'Z', '1', ' ', ' ', ' ', ' ', '.', '.', '?', '!', ',', '\n', '\t', '日', '本', '語', '。', '！', '🦀',
+            '👍', 'é', 'à', '\u{a0}', '\u{3000}',
         ];
 
         fn words(max: usize) -> impl proptest::strategy::Strategy<Value = String> {

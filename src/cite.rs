@@ -8,7 +8,8 @@ use crate::index::Index;
 use crate::search::SearchResult;
 use serde::{Deserialize, Serialize};
 
-pub const INSTRUCTIONS: &str = "Answer using ONLY the numbered sources below. Cite every claim as [n]. If the sources do not contain the answer, say so and stop.";
+pub const INSTRUCTIONS: &str =
+    "Answer using ONLY the numbered sources below. Cite every claim as [n]. If the sources do not contain the answer, say so and stop.";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -37,10 +38,8 @@ pub fn citations(index: &Index, result: &SearchResult) -> Vec<Citation> {
         .enumerate()
         .map(|(n, hit)| {
             let chunk = index.header.chunks.get(hit.chunk);
-            let title = chunk
-                .and_then(|c| index.header.pages.get(c.page as usize))
-                .map(|p| p.title.clone())
-                .unwrap_or_else(|| hit.page.clone());
+            let title =
+                chunk.and_then(|c| index.header.pages.get(c.page as usize)).map(|p| p.title.clone()).unwrap_or_else(|| hit.page.clone());
             let section = chunk.map(|c| c.section.clone()).unwrap_or_default();
             Citation {
                 index: n + 1,

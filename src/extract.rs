@@ -401,8 +401,7 @@ fn relative(root: &Path, path: &Path) -> Option<String> {
 /// relative path, and what the exclusions left out. A folder matching a `…/**` pattern is
 /// reported once and not entered. Validates `opts.selector` so a typo fails the build at once.
 pub fn discover(site: &Path, opts: &ExtractOptions) -> Result<Discovered, ExtractError> {
-    let meta =
-        std::fs::metadata(site).map_err(|e| ExtractError::Site { path: site.to_path_buf(), reason: e.to_string() })?;
+    let meta = std::fs::metadata(site).map_err(|e| ExtractError::Site { path: site.to_path_buf(), reason: e.to_string() })?;
     if !meta.is_dir() {
         return Err(ExtractError::Site { path: site.to_path_buf(), reason: "not a folder".into() });
     }
@@ -519,10 +518,9 @@ pub fn decode(rel_path: &str, bytes: &[u8], kind: SourceKind) -> Result<String, 
         Some(enc) if enc != encoding_rs::UTF_8 => Ok(enc.decode_without_bom_handling(bytes).0.into_owned()),
         _ => match std::str::from_utf8(bytes) {
             Ok(s) => Ok(s.to_owned()),
-            Err(e) if declared.is_some() => Err(encoding_error(format!(
-                "invalid UTF-8 at byte {} although the page declares UTF-8",
-                e.valid_up_to()
-            ))),
+            Err(e) if declared.is_some() => {
+                Err(encoding_error(format!("invalid UTF-8 at byte {} although the page declares UTF-8", e.valid_up_to())))
+            }
             Err(e) if kind == SourceKind::Html => Err(encoding_error(format!(
                 "invalid UTF-8 at byte {} and no charset declared (declare one with <meta charset=\"…\">)",
                 e.valid_up_to()
@@ -668,11 +666,9 @@ fn charset_from_content(content: &str) -> Option<&'static Encoding> {
     None
 }
 
-static ROOT_SELECTORS: LazyLock<Vec<Selector>> = LazyLock::new(|| {
-    CONTENT_ROOT_SELECTORS.iter().map(|s| Selector::parse(s).expect("CONTENT_ROOT_SELECTORS are valid CSS")).collect()
-});
-static DROP: LazyLock<Selector> =
-    LazyLock::new(|| Selector::parse(&DROP_SELECTORS.join(", ")).expect("DROP_SELECTORS are valid CSS"));
+static ROOT_SELECTORS: LazyLock<Vec<Selector>> =
+    LazyLock::new(|| CONTENT_ROOT_SELECTORS.iter().map(|s| Selector::parse(s).expect("CONTENT_ROOT_SELECTORS are valid CSS")).collect());
+static DROP: LazyLock<Selector> = LazyLock::new(|| Selector::parse(&DROP_SELECTORS.join(", ")).expect("DROP_SELECTORS are valid CSS"));
 static ARTICLE: LazyLock<Selector> = LazyLock::new(|| Selector::parse("article").expect("valid CSS"));
 static BODY: LazyLock<Selector> = LazyLock::new(|| Selector::parse("body").expect("valid CSS"));
 static HEAD_TITLE: LazyLock<Selector> = LazyLock::new(|| Selector::parse("head > title").expect("valid CSS"));
@@ -801,13 +797,7 @@ struct Builder {
 
 impl Builder {
     fn new() -> Self {
-        Builder {
-            text: String::new(),
-            blocks: Vec::new(),
-            sections: Vec::new(),
-            lines: vec![String::new()],
-            leaf: None,
-        }
+        Builder { text: String::new(), blocks: Vec::new(), sections: Vec::new(), lines: vec![String::new()], leaf: None }
     }
 
     fn push_text(&mut self, s: &str) {
@@ -875,9 +865,7 @@ impl Builder {
         let lines = std::mem::replace(&mut self.lines, vec![String::new()]);
         let piece = match mode {
             Mode::Code => lines.concat().trim_matches(|c: char| c.is_ascii_whitespace()).to_string(),
-            Mode::Text | Mode::Heading(_) => {
-                lines.iter().map(|l| collapse(l)).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n")
-            }
+            Mode::Text | Mode::Heading(_) => lines.iter().map(|l| collapse(l)).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n"),
         };
         if piece.is_empty() {
             return;
@@ -1099,8 +1087,7 @@ mod tests {
 
     #[test]
     fn text_files_are_paragraphs() {
-        let Extracted::Page(d) = extract_text("notes/readme.txt", "  Hello\r\n  world \r\n \t\r\nsecond\tpara\n\n\n")
-        else {
+        let Extracted::Page(d) = extract_text("notes/readme.txt", "  Hello\r\n  world \r\n \t\r\nsecond\tpara\n\n\n") else {
             panic!("page expected")
         };
         assert_eq!(d.text, "Hello world\n\nsecond para");

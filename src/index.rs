@@ -150,10 +150,8 @@ impl Index {
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>, IndexError> {
-        let header = postcard::to_stdvec(&self.header).map_err(|e| IndexError::Malformed {
-            file: "(writing)".into(),
-            reason: e.to_string(),
-        })?;
+        let header =
+            postcard::to_stdvec(&self.header).map_err(|e| IndexError::Malformed { file: "(writing)".into(), reason: e.to_string() })?;
         let mut out = Vec::with_capacity(28 + header.len() + self.vectors.len() * 4 + 40);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());

@@ -17,13 +17,13 @@ pub mod text;
 #[cfg(feature = "native")]
 pub mod build;
 #[cfg(feature = "native")]
+pub mod bundle;
+#[cfg(feature = "native")]
 pub mod eval;
 #[cfg(feature = "native")]
 pub mod extract;
 #[cfg(feature = "native")]
 pub mod model;
-#[cfg(feature = "native")]
-pub mod bundle;
 #[cfg(feature = "native")]
 pub mod serve;
 #[cfg(target_arch = "wasm32")]

@@ -100,8 +100,8 @@ impl ModelError {
 // ---------------------------------------------------------------------------------------------
 // Hashes and stamps
 
-pub use crate::index::sha256_hex;
 use crate::index::hex;
+pub use crate::index::sha256_hex;
 
 /// Lower-case hex sha256 of the file at `path`, read in blocks (model files are ~100 MB).
 pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
@@ -145,12 +145,7 @@ pub struct ModelFiles {
 impl ModelFiles {
     /// The file names `convert` writes, inside `dir` (whether they exist or not).
     pub fn in_dir(dir: &Path) -> ModelFiles {
-        ModelFiles {
-            dir: dir.to_path_buf(),
-            model: dir.join(INT8_FILE),
-            fp32: dir.join(FP32_FILE),
-            tokenizer: dir.join(TOKENIZER_FILE),
-        }
+        ModelFiles { dir: dir.to_path_buf(), model: dir.join(INT8_FILE), fp32: dir.join(FP32_FILE), tokenizer: dir.join(TOKENIZER_FILE) }
     }
 
     /// The same folder with the fp32 graph as `model`.
@@ -284,7 +279,10 @@ pub fn convert(src_dir: &Path, out_dir: &Path) -> Result<ConvertReport, ModelErr
 
     let arch = Arch::from_config(&cfg_path, &cfg_bytes)?;
     if arch != Arch::MINILM_L6 {
-        return Err(ModelError::invalid(&cfg_path, format!("expected the all-MiniLM-L6-v2 architecture {:?}, found {arch:?}", Arch::MINILM_L6)));
+        return Err(ModelError::invalid(
+            &cfg_path,
+            format!("expected the all-MiniLM-L6-v2 architecture {:?}, found {arch:?}", Arch::MINILM_L6),
+        ));
     }
     let weights = Weights::from_safetensors(&st_path, &st_bytes, arch)?;
     drop(st_bytes);
@@ -313,8 +311,7 @@ pub fn convert(src_dir: &Path, out_dir: &Path) -> Result<ConvertReport, ModelErr
         pooling: "mean over all positions (one unpadded text per run), then L2 normalisation, both in the graph".to_string(),
         files,
     };
-    let mut json = serde_json::to_vec_pretty(&manifest)
-        .map_err(|e| ModelError::invalid(&out_dir.join(MANIFEST_FILE), e.to_string()))?;
+    let mut json = serde_json::to_vec_pretty(&manifest).map_err(|e| ModelError::invalid(&out_dir.join(MANIFEST_FILE), e.to_string()))?;
     json.push(b'\n');
     write_file(out_dir, MANIFEST_FILE, &json)?;
     Ok(ConvertReport { out_dir: out_dir.to_path_buf(), manifest })
@@ -323,12 +320,7 @@ pub fn convert(src_dir: &Path, out_dir: &Path) -> Result<ConvertReport, ModelErr
 fn verify_hash(path: &Path, bytes: &[u8], expected: &str) -> Result<(), ModelError> {
     let actual = sha256_hex(bytes);
     if actual != expected {
-        return Err(ModelError::HashMismatch {
-            path: path.to_path_buf(),
-            expected: expected.to_string(),
-            actual,
-            package: SOURCE_PACKAGE,
-        });
+        return Err(ModelError::HashMismatch { path: path.to_path_buf(), expected: expected.to_string(), actual, package: SOURCE_PACKAGE });
     }
     Ok(())
 }
@@ -358,8 +350,7 @@ pub(crate) struct Arch {
 }
 
 impl Arch {
-    pub const MINILM_L6: Arch =
-        Arch { vocab: 30522, max_pos: 512, type_vocab: 2, hidden: DIM, layers: 6, heads: 12, ffn: 1536 };
+    pub const MINILM_L6: Arch = Arch { vocab: 30522, max_pos: 512, type_vocab: 2, hidden: DIM, layers: 6, heads: 12, ffn: 1536 };
 
     fn from_config(path: &Path, bytes: &[u8]) -> Result<Arch, ModelError> {
         #[derive(Deserialize)]

@@ -90,11 +90,7 @@ impl Default for SearchOptions {
 /// Cosine distance of every chunk to the query (vectors are normalised: 1 − dot).
 pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
     let d = index.dim();
-    index
-        .vectors
-        .chunks_exact(d)
-        .map(|v| crate::embed::cosine_distance(v, query))
-        .collect()
+    index.vectors.chunks_exact(d).map(|v| crate::embed::cosine_distance(v, query)).collect()
 }
 
 /// Searches a loaded index. `query_vec` is the query's embedding; without it (the model is

@@ -153,12 +153,7 @@ impl Engine {
     /// `max_chunks` default to the index's settings.
     pub fn search(&self, query: &str, k: usize, mode: &str, cut: Option<f32>, max_chunks: Option<u32>) -> Result<String, JsError> {
         let mode = parse_mode(mode)?;
-        let opts = SearchOptions {
-            mode,
-            k,
-            cut,
-            max_chunks: max_chunks.unwrap_or(self.index.header.settings.max_chunks) as usize,
-        };
+        let opts = SearchOptions { mode, k, cut, max_chunks: max_chunks.unwrap_or(self.index.header.settings.max_chunks) as usize };
         let t = now_ms();
         let vector = match &self.embedder {
             Some(e) => Some(e.embed(query).map_err(err)?),
@@ -177,7 +172,9 @@ impl Engine {
         let r: JsResultIn = serde_json::from_str(result_json).map_err(|e| err(format!("prompt: not a search result: {e}")))?;
         let mut hits = Vec::with_capacity(r.hits.len());
         for h in &r.hits {
-            let hit = self.hit(h.chunk, h.distance.unwrap_or(f32::NAN), h.rank).ok_or_else(|| err(format!("prompt: chunk {} is not in this index", h.chunk)))?;
+            let hit = self
+                .hit(h.chunk, h.distance.unwrap_or(f32::NAN), h.rank)
+                .ok_or_else(|| err(format!("prompt: chunk {} is not in this index", h.chunk)))?;
             hits.push(hit);
         }
         let result = SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, timings: Timings::default() };

@@ -21,13 +21,8 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 fn needle(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    let mut child = Command::new(NEEDLE)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start needle");
+    let mut child =
+        Command::new(NEEDLE).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start needle");
     {
         use std::io::Write;
         let mut pipe = child.stdin.take().expect("stdin");
@@ -110,7 +105,12 @@ fn search(index: &Path, mode: &str, queries: &[(String, String)]) -> HashMap<Str
 /// 1-based rank of the first hit whose content contains the question's needle.
 fn rank_of(line: &Value, needle: &str) -> Option<usize> {
     let n = normalize_for_match(needle);
-    line["hits"].as_array()?.iter().find(|h| normalize_for_match(h["content"].as_str().unwrap_or("")).contains(&n)).and_then(|h| h["rank"].as_u64()).map(|r| r as usize)
+    line["hits"]
+        .as_array()?
+        .iter()
+        .find(|h| normalize_for_match(h["content"].as_str().unwrap_or("")).contains(&n))
+        .and_then(|h| h["rank"].as_u64())
+        .map(|r| r as usize)
 }
 
 fn recall(ranks: &[Option<usize>], k: usize) -> f64 {
@@ -223,7 +223,11 @@ fn int8_dense_recall_is_not_significantly_below_fp32() {
     let wins = int8.iter().zip(&fp32).filter(|(a, b)| hit(a) && !hit(b)).count();
     let losses = int8.iter().zip(&fp32).filter(|(a, b)| !hit(a) && hit(b)).count();
     let p = needle::eval::stats::sign_test(wins, losses);
-    println!("dense R@4 int8 {:.3} fp32 {:.3}; int8 wins {wins}, losses {losses}, sign test p = {p:.3}", recall(&int8, 4), recall(&fp32, 4));
+    println!(
+        "dense R@4 int8 {:.3} fp32 {:.3}; int8 wins {wins}, losses {losses}, sign test p = {p:.3}",
+        recall(&int8, 4),
+        recall(&fp32, 4)
+    );
     assert!(!(losses > wins && p < 0.05), "int8 dense R@4 is significantly below fp32 (p = {p:.4})");
 }
 
@@ -256,7 +260,7 @@ fn the_gate_refuses_most_out_of_domain_queries_and_json_matches_the_table() {
     println!("out-of-domain queries answered at the default cut: {bluffs}/30");
     assert!(bluffs <= 15, "{bluffs} of 30 out-of-domain queries got an answer");
     for line in out.values() {
-        for &i in line["answer"].as_array().expect("answer") .iter().map(|v| v.as_u64().expect("index")).collect::<Vec<_>>().iter() {
+        for &i in line["answer"].as_array().expect("answer").iter().map(|v| v.as_u64().expect("index")).collect::<Vec<_>>().iter() {
             let hit = &line["hits"][i as usize];
             assert!(hit["distance"].as_f64().expect("distance") < 1.0);
         }

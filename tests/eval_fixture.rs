@@ -140,7 +140,8 @@ fn eval_ranks_agree_query_by_query_with_an_independent_scorer_of_needle_search_o
         let (ours, theirs) = (f.eval["overall"]["recall"][k].as_f64().expect("recall"), scored["recall"][k].as_f64().expect("recall"));
         assert!((ours - theirs).abs() < 1e-4, "R@{k}: needle eval {ours}, scorer {theirs}");
         for phrasing in ["doc", "ticket"] {
-            let (ours, theirs) = (f.eval[phrasing]["recall"][k].as_f64().expect("recall"), scored[phrasing]["recall"][k].as_f64().expect("recall"));
+            let (ours, theirs) =
+                (f.eval[phrasing]["recall"][k].as_f64().expect("recall"), scored[phrasing]["recall"][k].as_f64().expect("recall"));
             assert!((ours - theirs).abs() < 1e-4, "{phrasing} R@{k}: needle eval {ours}, scorer {theirs}");
         }
     }

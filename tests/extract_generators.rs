@@ -7,9 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use needle::extract::{
-    self, discover, extract_file, Discovered, ExtractError, ExtractOptions, Extracted, SourceFile, SourceKind,
-};
+use needle::extract::{self, discover, extract_file, Discovered, ExtractError, ExtractOptions, Extracted, SourceFile, SourceKind};
 use needle::text::{byte_to_utf16, normalize_for_match, BlockKind, Document};
 
 fn fixtures() -> PathBuf {
@@ -35,13 +33,7 @@ fn assert_invariants(doc: &Document) {
         assert_eq!(s, s.trim_matches(is_ws), "{}: block {i} is not trimmed: {s:?}", doc.path);
         match prev_end {
             None => assert_eq!(b.start, 0, "{}: text starts before the first block", doc.path),
-            Some(end) => assert_eq!(
-                &text[end..b.start],
-                "\n\n",
-                "{}: blocks {} and {i} not separated by \\n\\n",
-                doc.path,
-                i - 1
-            ),
+            Some(end) => assert_eq!(&text[end..b.start], "\n\n", "{}: blocks {} and {i} not separated by \\n\\n", doc.path, i - 1),
         }
         prev_end = Some(b.end);
         if b.kind != BlockKind::Code {
@@ -52,12 +44,7 @@ fn assert_invariants(doc: &Document) {
         }
         if let BlockKind::Heading(level) = b.kind {
             assert!((1..=6).contains(&level));
-            assert_eq!(
-                b.section.last().map(String::as_str),
-                Some(s.replace('\n', " ").as_str()),
-                "{}: heading section",
-                doc.path
-            );
+            assert_eq!(b.section.last().map(String::as_str), Some(s.replace('\n', " ").as_str()), "{}: heading section", doc.path);
         }
     }
     assert_eq!(prev_end, Some(text.len()), "{}: text continues after the last block", doc.path);
@@ -335,10 +322,7 @@ fn sphinx_alabaster_page() {
     assert_eq!(section_of(&doc, "supported"), strs(&["Installation", "Requirements"]));
     assert_eq!(section_of(&doc, "class demo.Client(url)"), strs(&["Installation", "The client"]));
     assert_eq!(kinds(&doc)[5], (BlockKind::Code, "$ pip install demo"));
-    assert_absent(
-        &doc,
-        &["¶", "[source]", "Navigation", "Related Topics", "Quick search", "Powered by", "Page source", "©"],
-    );
+    assert_absent(&doc, &["¶", "[source]", "Navigation", "Related Topics", "Quick search", "Powered by", "Page source", "©"]);
 }
 
 #[test]
@@ -546,9 +530,25 @@ fn starlight_page() {
     );
     // Expressive Code writes each code line as a <div>: each is a line of the code block.
     assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Code && &doc.text[b.start..b.end] == "probe init\nprobe read --port 1"));
-    assert_eq!(section_of(&doc, "Connect the red wire to 3V3 and the black wire to ground before powering the probe."), strs(&["Connecting a Sensor", "Wiring"]));
+    assert_eq!(
+        section_of(&doc, "Connect the red wire to 3V3 and the black wire to ground before powering the probe."),
+        strs(&["Connecting a Sensor", "Wiring"])
+    );
     // The page footer inside <main>: edit link, last updated, prev/next, the kudos link.
-    assert_absent(&doc, &["Terminal window", "Copy to clipboard", "Section titled", "Edit page", "Last updated", "Previous", "Setting Up", "Built with Starlight", "On this page"]);
+    assert_absent(
+        &doc,
+        &[
+            "Terminal window",
+            "Copy to clipboard",
+            "Section titled",
+            "Edit page",
+            "Last updated",
+            "Previous",
+            "Setting Up",
+            "Built with Starlight",
+            "On this page",
+        ],
+    );
 }
 
 #[test]
@@ -687,11 +687,7 @@ fn windows_1252_page_is_decoded_by_its_meta_charset() {
     // Windows-1252 bytes without a declaration are not UTF-8: an error naming the file.
     let bytes = b"<!DOCTYPE html><html><body><main><p>Caf\xe9</p></main></body></html>";
     let err = page_from_bytes("menu.html", bytes).map(|_| ()).map_err(|e| e.to_string());
-    assert_eq!(
-        err,
-        Err("menu.html: invalid UTF-8 at byte 39 and no charset declared (declare one with <meta charset=\"…\">)"
-            .into())
-    );
+    assert_eq!(err, Err("menu.html: invalid UTF-8 at byte 39 and no charset declared (declare one with <meta charset=\"…\">)".into()));
     // http-equiv form, ISO-8859-1 label (decoded as windows-1252, as browsers do).
     let bytes = b"<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=ISO-8859-1\"></head><body><p>\x93na\xefve\x94</p></body></html>";
     match page_from_bytes("old.html", bytes) {
@@ -735,11 +731,7 @@ fn malformed_html_is_repaired_like_a_browser_would() {
 fn ten_thousand_levels_do_not_overflow_the_stack() {
     let depth = 10_000;
     // Nested blocks: the deepest text is one block.
-    let html = format!(
-        "<html><body><main>{}deep text{}<p>after</p></main></body></html>",
-        "<div>".repeat(depth),
-        "</div>".repeat(depth)
-    );
+    let html = format!("<html><body><main>{}deep text{}<p>after</p></main></body></html>", "<div>".repeat(depth), "</div>".repeat(depth));
     match page_from_bytes("deep.html", html.as_bytes()) {
         Ok(Extracted::Page(d)) => assert_eq!(d.text, "deep text\n\nafter"),
         other => panic!("{other:?}"),
@@ -769,28 +761,20 @@ fn ten_thousand_levels_do_not_overflow_the_stack() {
 
 #[test]
 fn empty_binary_and_invalid_pages() {
-    for (name, bytes) in [
-        ("empty.html", &b""[..]),
-        ("blank.html", b" \n\t "),
-        ("shell.html", b"<html><head><title>T</title></head><body>  </body></html>"),
-    ] {
+    for (name, bytes) in
+        [("empty.html", &b""[..]), ("blank.html", b" \n\t "), ("shell.html", b"<html><head><title>T</title></head><body>  </body></html>")]
+    {
         let res = page_from_bytes(name, bytes).map_err(|e| e.to_string());
         assert!(matches!(&res, Ok(Extracted::Skipped(r)) if r.starts_with("no text")), "{name}: {res:?}");
     }
-    assert_eq!(
-        page_from_bytes("empty.txt", b"\n\n  \n").map_err(|e| e.to_string()),
-        Ok(Extracted::Skipped("no text".into()))
-    );
+    assert_eq!(page_from_bytes("empty.txt", b"\n\n  \n").map_err(|e| e.to_string()), Ok(Extracted::Skipped("no text".into())));
     let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
     assert_eq!(
         page_from_bytes("logo.html", png).map(|_| ()).map_err(|e| e.to_string()),
         Err("logo.html: binary file (NUL byte at offset 8), not a page".into())
     );
     let err = page_from_bytes("notes.md", b"# Title\n\nbad \xff\xfe byte\n").map(|_| ()).map_err(|e| e.to_string());
-    assert_eq!(
-        err,
-        Err("notes.md: invalid UTF-8 at byte 13 (Markdown and text files are read as UTF-8)".into())
-    );
+    assert_eq!(err, Err("notes.md: invalid UTF-8 at byte 13 (Markdown and text files are read as UTF-8)".into()));
     let err = page_from_bytes("u.html", b"<meta charset=utf-8><p>\xc3</p>").map(|_| ()).map_err(|e| e.to_string());
     assert_eq!(err, Err("u.html: invalid UTF-8 at byte 23 although the page declares UTF-8".into()));
     assert!(matches!(page_from_bytes("u.html", b"<p>\xc3</p>"), Err(ExtractError::Encoding { .. })));
@@ -885,11 +869,7 @@ fn discovery_rules_on_a_scratch_site() {
     let files: Vec<(&str, SourceKind)> = found.files.iter().map(|f| (f.rel_path.as_str(), f.kind)).collect();
     assert_eq!(
         files,
-        [
-            ("guide/intro.htm", SourceKind::Html),
-            ("guide/notes.markdown", SourceKind::Markdown),
-            ("index.HTML", SourceKind::Html)
-        ]
+        [("guide/intro.htm", SourceKind::Html), ("guide/notes.markdown", SourceKind::Markdown), ("index.HTML", SourceKind::Html)]
     );
     let excluded: Vec<(&str, &str)> = found.excluded.iter().map(|(p, r)| (p.as_str(), r.as_str())).collect();
     assert_eq!(

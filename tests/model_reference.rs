@@ -32,9 +32,7 @@ fn reference() -> Reference {
 }
 
 fn files() -> ModelFiles {
-    ModelFiles::locate().unwrap_or_else(|e| {
-        panic!("the converted model is required for this test (CI runs `./build.sh model` first): {e}")
-    })
+    ModelFiles::locate().unwrap_or_else(|e| panic!("the converted model is required for this test (CI runs `./build.sh model` first): {e}"))
 }
 
 fn embedder(files: &ModelFiles) -> Embedder {

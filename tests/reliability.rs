@@ -74,10 +74,7 @@ fn an_incremental_rebuild_embeds_only_what_changed_and_equals_a_clean_build() {
     let (second, r2) = build_into(s, out.path(), &opts());
     assert_eq!(r2.full_rebuild_reason, None);
     assert!(page(&second, "gone.html").is_none(), "a deleted page is dropped");
-    let changed: usize = ["phantom-data.html", "retry.html"]
-        .iter()
-        .map(|p| page(&second, p).expect("page").chunk_count as usize)
-        .sum();
+    let changed: usize = ["phantom-data.html", "retry.html"].iter().map(|p| page(&second, p).expect("page").chunk_count as usize).sum();
     assert!(page(&second, "retry.html").is_some_and(|p| p.status == PageStatus::Ok && p.chunk_count > 0), "the failed page was retried");
     assert_eq!(r2.embedded_chunks, changed, "only the edited and the retried pages were embedded");
     assert_eq!(r2.reused_pages, 4);
@@ -101,7 +98,10 @@ fn an_incremental_rebuild_embeds_only_what_changed_and_equals_a_clean_build() {
     let v = model().embedder().expect("embedder").embed(q).expect("embed");
     let o = SearchOptions { mode: Mode::Hybrid, k: 10, cut: None, max_chunks: 4 };
     let (a, b) = (search::search(&second, q, Some(&v), &o), search::search(&clean, q, Some(&v), &o));
-    assert_eq!(a.hits.iter().map(|h| (&h.page, h.from, h.to)).collect::<Vec<_>>(), b.hits.iter().map(|h| (&h.page, h.from, h.to)).collect::<Vec<_>>());
+    assert_eq!(
+        a.hits.iter().map(|h| (&h.page, h.from, h.to)).collect::<Vec<_>>(),
+        b.hits.iter().map(|h| (&h.page, h.from, h.to)).collect::<Vec<_>>()
+    );
     assert_eq!(a.answer, b.answer);
 }
 
@@ -130,7 +130,11 @@ fn a_different_model_chunker_or_an_unreadable_index_rebuilds_everything_and_says
     std::fs::write(&file, bytes).expect("truncate");
     let (again, r) = build_into(site.path(), out.path(), &opts());
     assert_eq!(r.reused_chunks, 0);
-    assert!(r.full_rebuild_reason.as_deref().is_some_and(|w| w.contains("could not be read") && w.contains("truncated")), "{:?}", r.full_rebuild_reason);
+    assert!(
+        r.full_rebuild_reason.as_deref().is_some_and(|w| w.contains("could not be read") && w.contains("truncated")),
+        "{:?}",
+        r.full_rebuild_reason
+    );
     assert_eq!(again.header, first.header);
 }
 
@@ -212,7 +216,9 @@ fn broken_pages_end_failed_or_skipped_with_reasons_and_the_rest_is_searchable() 
 
     // Every good page answers, including the decoded legacy one and the deep one.
     let v = |q: &str| model().embedder().expect("embedder").embed(q).expect("embed");
-    for (q, page) in [("naïve résumé café crème", "latin1.html"), ("deep text survives", "nested.html"), ("casting between types with as", "casts.html")] {
+    for (q, page) in
+        [("naïve résumé café crème", "latin1.html"), ("deep text survives", "nested.html"), ("casting between types with as", "casts.html")]
+    {
         let r = search::search(&idx, q, Some(&v(q)), &SearchOptions { mode: Mode::Hybrid, k: 3, cut: None, max_chunks: 4 });
         assert_eq!(r.hits.first().map(|h| h.page.as_str()), Some(page), "{q}");
     }
@@ -241,7 +247,8 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
     for version in 1..=FORMAT_VERSION {
         let dir = root.join(format!("v{version}"));
         let bytes = std::fs::read(dir.join(INDEX_FILE)).unwrap_or_else(|e| panic!("v{version}: {e}"));
-        let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).expect("expected.json")).expect("json");
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).expect("expected.json")).expect("json");
         match Index::from_bytes(&bytes, &format!("compat v{version}")) {
             Ok(idx) => {
                 assert_eq!(idx.header.pages.len() as u64, expected["pages"].as_u64().expect("pages"), "v{version}");
@@ -252,7 +259,9 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
                 let found = needle::extract::discover(&site, &opts).expect("discover");
                 for f in &found.files {
                     let bytes = std::fs::read(&f.abs_path).expect("read");
-                    let needle::extract::Extracted::Page(doc) = needle::extract::extract_file(f, &bytes, &opts).expect("extract") else { continue };
+                    let needle::extract::Extracted::Page(doc) = needle::extract::extract_file(f, &bytes, &opts).expect("extract") else {
+                        continue;
+                    };
                     let p = idx.header.pages.iter().position(|p| p.path == doc.path).expect("page in index") as u32;
                     for c in idx.header.chunks.iter().filter(|c| c.page == p) {
                         assert_eq!(needle::text::slice_utf16(&doc.text, c.from as usize, c.to as usize), Some(c.content.as_str()));
@@ -311,7 +320,12 @@ fn a_wrong_model_or_tokenizer_file_is_refused_naming_the_file() {
     let other = model_dir(&[("minilm-int8.onnx", fp32), ("tokenizer.json", tok.clone())]);
     let (ok, out, err) = run(other.path(), &query);
     assert!(!ok && out.is_empty(), "{out}");
-    assert!(err.contains("minilm-int8.onnx does not match the index") && err.contains("compat/v1") && err.contains("vectors of two models never mix"), "{err}");
+    assert!(
+        err.contains("minilm-int8.onnx does not match the index")
+            && err.contains("compat/v1")
+            && err.contains("vectors of two models never mix"),
+        "{err}"
+    );
 
     // A tokenizer from another model (one vocabulary entry differs).
     let mut other_tok = String::from_utf8(tok.clone()).expect("utf-8");

@@ -201,12 +201,22 @@ fn run(cli: Cli) -> Result<()> {
             if prompt {
                 print!("{}", cite::build_prompt(&question, &cites));
             } else if json {
-                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"question": question, "result": result, "citations": cites}))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({"question": question, "result": result, "citations": cites}))?
+                );
             } else if cites.is_empty() {
                 println!("NO ANSWER: nothing under cosine distance {:.3} for \"{}\"", result.cut, question);
             } else {
                 for c in &cites {
-                    println!("[{}] {}  {}  #char={}  d={:.3}", c.index, c.document_id, c.locator_label, c.url.rsplit("#char=").next().unwrap_or(""), c.cosine_distance);
+                    println!(
+                        "[{}] {}  {}  #char={}  d={:.3}",
+                        c.index,
+                        c.document_id,
+                        c.locator_label,
+                        c.url.rsplit("#char=").next().unwrap_or(""),
+                        c.cosine_distance
+                    );
                     println!("    {}", collapse(&c.quote));
                 }
             }
@@ -224,7 +234,8 @@ fn run(cli: Cli) -> Result<()> {
                     continue;
                 }
                 let q: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("stdin line {}: not JSON", n + 1))?;
-                let query = q.get("query").and_then(|v| v.as_str()).with_context(|| format!("stdin line {}: no \"query\" string", n + 1))?;
+                let query =
+                    q.get("query").and_then(|v| v.as_str()).with_context(|| format!("stdin line {}: no \"query\" string", n + 1))?;
                 let id = q.get("id").cloned().unwrap_or(serde_json::Value::Null);
                 let r = run_query(&idx, &emb, query, &opts)?;
                 let line = serde_json::json!({"id": id, "hits": r.hits.iter().map(|h| serde_json::json!({
@@ -327,7 +338,13 @@ fn print_build_report(r: &build::BuildReport, out: &Path) {
         println!("rebuilt    every page: {why}");
     }
     println!("tokens     {} embedded, {:.1}% header", r.embedded_tokens, share);
-    println!("time       {:.1} s ({:.1} ms per chunk, {} threads; embedding {:.1} s)", r.seconds, r.ms_per_chunk(), r.threads, r.embed_seconds);
+    println!(
+        "time       {:.1} s ({:.1} ms per chunk, {} threads; embedding {:.1} s)",
+        r.seconds,
+        r.ms_per_chunk(),
+        r.threads,
+        r.embed_seconds
+    );
     println!("index      {} ({} bytes)", out.join(needle::index::INDEX_FILE).display(), r.index_bytes);
 }
 
@@ -365,7 +382,13 @@ fn print_status(idx: &Index) {
             PageStatus::Skipped { .. } => skipped.push(p),
         }
     }
-    println!("model      {} ({}), pipeline {}, extractor {}", h.stamp.model.name, &h.stamp.model.model_sha256[..12.min(h.stamp.model.model_sha256.len())], h.stamp.pipeline_version, h.stamp.extractor_version);
+    println!(
+        "model      {} ({}), pipeline {}, extractor {}",
+        h.stamp.model.name,
+        &h.stamp.model.model_sha256[..12.min(h.stamp.model.model_sha256.len())],
+        h.stamp.pipeline_version,
+        h.stamp.extractor_version
+    );
     println!("pages      {} ok, {} failed, {} skipped; {} chunks", ok.len(), failed.len(), skipped.len(), h.chunks.len());
     for p in ok {
         println!("  ok       {}  {} chunks", p.path, p.chunk_count);

@@ -250,7 +250,10 @@ mod tests {
                         for j in 0..n {
                             let want = (0..k).map(|kk| f64::from(x[r * k + kk]) * f64::from(w[kk * n + j])).sum::<f64>();
                             let got = f64::from(y[r * n + j]);
-                            assert!((got - want).abs() <= 1e-5 * (k as f64).sqrt() * (1.0 + want.abs()), "k {k} n {n} rows {rows} [{r}][{j}]: {got} vs {want}");
+                            assert!(
+                                (got - want).abs() <= 1e-5 * (k as f64).sqrt() * (1.0 + want.abs()),
+                                "k {k} n {n} rows {rows} [{r}][{j}]: {got} vs {want}"
+                            );
                         }
                     }
                 }

@@ -168,7 +168,11 @@ fn exp_nonpositive(x: f32) -> f32 {
     // 2^k from k's bits: k ∈ [−126, 0], so k + 127 is a valid biased exponent.
     let ki = t.to_bits().wrapping_sub(ROUND.to_bits());
     let scale = f32::from_bits(ki.wrapping_add(127) << 23);
-    if x >= FLOOR { y * scale } else { 0.0 }
+    if x >= FLOOR {
+        y * scale
+    } else {
+        0.0
+    }
 }
 
 #[cfg(test)]
@@ -207,13 +211,21 @@ mod tests {
             softmax_portable(&mut want);
             let mut got = row.clone();
             softmax_in_place(&mut got);
-            assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "len {len}");
+            assert_eq!(
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "len {len}"
+            );
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 let mut avx2 = row.clone();
                 // SAFETY: the CPU has AVX2, checked on the line above.
                 unsafe { softmax_avx2(&mut avx2) };
-                assert_eq!(avx2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "avx2, len {len}");
+                assert_eq!(
+                    avx2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "avx2, len {len}"
+                );
             }
         }
     }

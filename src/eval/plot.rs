@@ -66,7 +66,9 @@ pub fn distances_svg(in_domain: &[f64], ood: &[f64], markers: &[Marker]) -> Resu
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(draw_error)?;
-        for (counts, color, label) in [(&a, IN_DOMAIN, "in-domain: closest answering chunk"), (&b, OUT_OF_DOMAIN, "out-of-domain: closest chunk")] {
+        for (counts, color, label) in
+            [(&a, IN_DOMAIN, "in-domain: closest answering chunk"), (&b, OUT_OF_DOMAIN, "out-of-domain: closest chunk")]
+        {
             let n: usize = counts.iter().sum();
             chart
                 .draw_series(counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| {
@@ -145,7 +147,8 @@ pub fn sweep_svg(rows: &[SweepRow], n_in_domain: usize, n_ood: usize, markers: &
 /// A sweep curve: its label, colour and the count it plots.
 type Series = (String, RGBColor, fn(&SweepRow) -> usize);
 
-type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>;
+type Chart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>;
 
 fn draw_markers(chart: &mut Chart<'_, '_>, markers: &[Marker], ymax: f64) -> Result<(), String> {
     for (i, m) in markers.iter().enumerate() {

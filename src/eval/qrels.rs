@@ -103,8 +103,7 @@ fn parse_jsonl<T: for<'de> Deserialize<'de>>(text: &str, file: &str) -> Result<V
         if line.trim().is_empty() {
             continue;
         }
-        let item = serde_json::from_str(line)
-            .map_err(|e| EvalError::Invalid(format!("{file}:{}: {e}", n + 1)))?;
+        let item = serde_json::from_str(line).map_err(|e| EvalError::Invalid(format!("{file}:{}: {e}", n + 1)))?;
         out.push(item);
     }
     Ok(out)
@@ -206,11 +205,7 @@ pub fn validate(questions: &[Question], docs: &[Document], file: &str) -> Result
             }
             _ => {
                 let places: Vec<String> = found.iter().map(|(p, n)| format!("{} ×{n}", p.paths[0])).collect();
-                problems.push(format!(
-                    "{}: the needle occurs {total} times ({}); it must name exactly one place",
-                    q.id,
-                    places.join(", ")
-                ));
+                problems.push(format!("{}: the needle occurs {total} times ({}); it must name exactly one place", q.id, places.join(", ")));
             }
         }
     }
@@ -233,9 +228,11 @@ impl DistinctPage<'_> {
     /// the canonical text, so a heading's normalised text is a substring of the page's: if it
     /// holds the needle, that is the page's only occurrence.
     fn in_heading(&self, needle: &str) -> bool {
-        self.doc.blocks.iter().filter(|b| matches!(b.kind, BlockKind::Heading(_))).any(|b| {
-            self.doc.text.get(b.start..b.end).is_some_and(|t| normalize_for_match(t).contains(needle))
-        })
+        self.doc
+            .blocks
+            .iter()
+            .filter(|b| matches!(b.kind, BlockKind::Heading(_)))
+            .any(|b| self.doc.text.get(b.start..b.end).is_some_and(|t| normalize_for_match(t).contains(needle)))
     }
 }
 
@@ -345,8 +342,19 @@ mod tests {
         assert_eq!(v.warnings, vec!["moved: the needle is on a.html = index.html, the question names c.html".to_string()]);
         let mut reordered = site();
         reordered.swap(0, 2);
-        let v = validate(&[q("moved", "is conservative")].map(|mut x| { x.page = Some("c.html".into()); x }), &reordered, "q").unwrap();
-        assert_eq!(v.warnings[0], "moved: the needle is on a.html = index.html, the question names c.html", "a chapter is named before index.html");
+        let v = validate(
+            &[q("moved", "is conservative")].map(|mut x| {
+                x.page = Some("c.html".into());
+                x
+            }),
+            &reordered,
+            "q",
+        )
+        .unwrap();
+        assert_eq!(
+            v.warnings[0], "moved: the needle is on a.html = index.html, the question names c.html",
+            "a chapter is named before index.html"
+        );
         question.page = Some("index.html".into());
         assert!(validate(&[question], &site(), "q").unwrap().warnings.is_empty());
     }

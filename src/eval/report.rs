@@ -410,7 +410,8 @@ impl Outcome {
     /// The distance-distribution and sweep plots, as SVG.
     pub fn plots(&self) -> Result<Vec<(&'static str, String)>, String> {
         let markers = self.markers();
-        let mut out = vec![("distances.svg", plot::distances_svg(&distances(self.main.in_domain()), &distances(self.main.ood()), &markers)?)];
+        let mut out =
+            vec![("distances.svg", plot::distances_svg(&distances(self.main.in_domain()), &distances(self.main.ood()), &markers)?)];
         if let Some(rows) = &self.sweep {
             out.push(("sweep.svg", plot::sweep_svg(rows, self.n_in_domain(), self.n_ood(), &markers)?));
         }
@@ -618,7 +619,8 @@ impl Outcome {
             }
         }
         let r = self.row_at(self.index_cut);
-        let _ = writeln!(md, "The index's own cut {:.3}: {} bluffs, {} refused, {} dropped.\n", self.index_cut, r.bluffs, r.refused, r.dropped);
+        let _ =
+            writeln!(md, "The index's own cut {:.3}: {} bluffs, {} refused, {} dropped.\n", self.index_cut, r.bluffs, r.refused, r.dropped);
         let _ = writeln!(md, "Other bluff budgets:\n\n| at most … bluffs | cut | bluffs | refused | dropped |\n|---:|---:|---:|---:|---:|");
         for (b, row) in self.cut_by_budget() {
             match row {

@@ -138,7 +138,14 @@ pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
 
     if let (Some(k), Some(b)) = (args.fail_below_baseline, &outcome.baseline) {
         if let Some(p) = b.at.get(&k.to_string()).filter(|p| p.significantly_worse(0.05)) {
-            return Err(EvalError::Regression { file: b.file.clone(), mode: mode_name(args.mode), k, wins: p.wins, losses: p.losses, p: p.p });
+            return Err(EvalError::Regression {
+                file: b.file.clone(),
+                mode: mode_name(args.mode),
+                k,
+                wins: p.wins,
+                losses: p.losses,
+                p: p.p,
+            });
         }
     }
     Ok(())
@@ -274,7 +281,15 @@ impl Context<'_> {
                         let set = q.question.and_then(|i| answering.get(i));
                         let answers = result.hits.iter().map(|h| set.is_some_and(|s| s.contains(&h.chunk))).collect();
                         let destroyed = set.is_some_and(|s| s.is_empty());
-                        QueryRun { id: q.id.clone(), phrasing: q.phrasing, hits: result.hits, answers, destroyed, closest, timings: result.timings }
+                        QueryRun {
+                            id: q.id.clone(),
+                            phrasing: q.phrasing,
+                            hits: result.hits,
+                            answers,
+                            destroyed,
+                            closest,
+                            timings: result.timings,
+                        }
                     })
                     .collect();
                 Evaluation::new(strategy.clone(), mode, index.header.chunks.len(), runs, self.ks)

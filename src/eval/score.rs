@@ -210,12 +210,8 @@ pub struct BaselineComparison {
 }
 
 pub fn compare_with_baseline(runs: &[QueryRun], base: &SavedRuns, ks: &[usize], file: &str) -> Result<BaselineComparison, String> {
-    let base_rank: std::collections::HashMap<(&str, Phrasing), Option<usize>> = base
-        .queries
-        .iter()
-        .filter(|q| q.phrasing != Phrasing::Ood)
-        .map(|q| ((q.id.as_str(), q.phrasing), q.rank))
-        .collect();
+    let base_rank: std::collections::HashMap<(&str, Phrasing), Option<usize>> =
+        base.queries.iter().filter(|q| q.phrasing != Phrasing::Ood).map(|q| ((q.id.as_str(), q.phrasing), q.rank)).collect();
     let current: Vec<&QueryRun> = runs.iter().filter(|r| r.in_domain()).collect();
     let missing: Vec<String> = current
         .iter()
@@ -233,10 +229,8 @@ pub fn compare_with_baseline(runs: &[QueryRun], base: &SavedRuns, ks: &[usize], 
     let mut at = BTreeMap::new();
     for &k in ks {
         let now: Vec<bool> = current.iter().map(|r| r.hit_at(k)).collect();
-        let then: Vec<bool> = current
-            .iter()
-            .map(|r| base_rank.get(&(r.id.as_str(), r.phrasing)).copied().flatten().is_some_and(|rank| rank <= k))
-            .collect();
+        let then: Vec<bool> =
+            current.iter().map(|r| base_rank.get(&(r.id.as_str(), r.phrasing)).copied().flatten().is_some_and(|rank| rank <= k)).collect();
         at.insert(k.to_string(), Paired::of(&now, &then));
     }
     Ok(BaselineComparison { file: file.to_string(), at })
