@@ -7,8 +7,10 @@
 // shown, default 4), preload (start loading the engine at once instead of on first focus),
 // selector (the content root, if the index was built with --selector), offline (register
 // needle-sw.js so that a second visit works with the network off).
-// Themeable through CSS custom properties on the element (see widget.css). Indexed text is
-// always inserted as text (textContent), never parsed as HTML.
+// The UI lives in an open shadow root: the page's CSS cannot reach it (widget.css resets what
+// would be inherited), only the custom properties documented in widget.css and ::part(input,
+// panel, results, …) theme it. Indexed text is always inserted as text (textContent), never
+// parsed as HTML.
 
 import { open } from "./needle.js";
 

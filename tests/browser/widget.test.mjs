@@ -185,6 +185,67 @@ describe("the widget", () => {
     await page.close();
   });
 
+  it("is styled apart from the page: hostile global CSS does not reach the results", async () => {
+    // `*` matches the host element itself, and its !important values would flow into the
+    // widget by inheritance; the other rules would restyle the results if they could reach them.
+    writeFileSync(
+      join(site, "hostile-css.css"),
+      `* { font-weight: 600 !important; color: red; font-style: italic; letter-spacing: 3px; text-transform: uppercase; line-height: 3; }
+       a { text-decoration: line-through; color: green; }
+       mark { background: black; color: white; }
+       li { list-style: square; margin: 40px; padding: 20px; }
+       ul { padding: 30px; margin: 30px; }
+       q::before { content: "<<"; }
+       input { font-weight: 900; border: 5px solid red; }`,
+    );
+    const bare = (css) =>
+      `<!doctype html><html><head><title>CSS</title><link rel="icon" href="data:,">${css}${WIDGET_SNIPPET}</head><body><main>${WIDGET_ELEMENT.replace(" offline", "")}<p>Nothing else.</p></main></body></html>`;
+    writeFileSync(join(site, "plain-css.html"), bare(""));
+    writeFileSync(join(site, "hostile-css.html"), bare(`<link rel="stylesheet" href="hostile-css.css">`));
+    const q = qrels()[3].q_doc;
+    const styles = async (name) => {
+      const page = await newPage();
+      await page.goto(server.url + name);
+      await page.focus(box);
+      await engineReady(page);
+      await ask(page, q);
+      await page.waitForFunction(() => document.querySelector("needle-search").shadowRoot.querySelector("link[rel=stylesheet]")?.sheet);
+      const got = await page.evaluate(() => {
+        const root = document.querySelector("needle-search").shadowRoot;
+        const pick = (sel, props) => {
+          const e = root.querySelector(sel);
+          if (!e) return null;
+          const cs = getComputedStyle(e);
+          return Object.fromEntries(props.map((p) => [p, cs.getPropertyValue(p)]));
+        };
+        const text = ["font-weight", "font-style", "color", "letter-spacing", "text-transform", "line-height", "text-decoration-line"];
+        return {
+          input: pick("input", [...text, "border-top-width"]),
+          list: pick("[role=listbox]", ["padding-left", "margin-top"]),
+          option: pick("[role=option]", ["list-style-type", "margin-top", "margin-left", "padding-left"]),
+          link: pick("[role=option] a", text),
+          title: pick("[role=option] .title", text),
+          snippet: pick("[role=option] .snippet", text),
+          quoteMark: getComputedStyle(root.querySelector("[role=option] .snippet"), "::before").content,
+          mark: pick("[role=option] .snippet mark", ["background-color", "color", "font-weight"]),
+        };
+      });
+      await page.screenshot({ path: artifact(`widget-${name.replace(".html", "")}.png`) });
+      await page.close();
+      return got;
+    };
+    const plain = await styles("plain-css.html");
+    const hostile = await styles("hostile-css.html");
+    assert.ok(plain.mark, "the snippet marks a query term");
+    assert.equal(hostile.snippet["font-weight"], "400");
+    assert.equal(hostile.title["font-weight"], "600");
+    assert.equal(hostile.option["list-style-type"], "none");
+    assert.equal(hostile.link["text-decoration-line"], "none");
+    assert.notEqual(hostile.snippet.color, "rgb(255, 0, 0)");
+    assert.notEqual(hostile.mark["background-color"], "rgb(0, 0, 0)");
+    assert.deepEqual(hostile, plain);
+  });
+
   it("works under needle serve --csp with no console error (a bare page: the widget, the worker, the wasm)", async () => {
     // The fixture's own pages carry inline scripts that the strict policy refuses; this page
     // has nothing but needle's two lines.
