@@ -9,8 +9,8 @@
 // needle-sw.js so that a second visit works with the network off).
 // The UI lives in an open shadow root: the page's CSS cannot reach it (widget.css resets what
 // would be inherited), only the custom properties documented in widget.css and ::part(input,
-// panel, results, …) theme it. Indexed text is always inserted as text (textContent), never
-// parsed as HTML.
+// panel, results, crumbs, snippet, …) theme it. Indexed text is always inserted as text
+// (textContent), never parsed as HTML.
 
 import { open } from "./needle.js";
 
@@ -118,9 +118,34 @@ function appendMarked(parent, text, terms) {
   parent.append(text.slice(last));
 }
 
+const collapseWs = (s) => s.replace(/[ \t\n\f\r]+/g, " ").trim();
+
+/**
+ * The headings of a hit's section path ("Title > Part > Section") to show after its page
+ * title: the title, which usually opens the path as the page's h1, is said once.
+ */
+function sectionPath(section, title) {
+  const parts = collapseWs(section ?? "").split(" > ").filter(Boolean);
+  if (parts[0] === collapseWs(title)) parts.shift();
+  return parts;
+}
+
+/**
+ * A chunk that starts at a heading has the heading's text first (the canonical text holds
+ * it); the breadcrumb already shows it, so the snippet leaves it out. Display only: the quote
+ * that is cited and highlighted is always the whole chunk.
+ */
+function withoutHeading(content, headings) {
+  let text = collapseWs(content);
+  for (const h of headings.map(collapseWs).filter(Boolean)) {
+    if (text.startsWith(h) && (text.length === h.length || text[h.length] === " ")) text = text.slice(h.length + 1);
+  }
+  return text || collapseWs(content);
+}
+
 /** About `max` characters of `content`, around the first query term. */
 function snippet(content, terms, max = 280) {
-  const text = content.replace(/[ \t\n\f\r]+/g, " ").trim();
+  const text = collapseWs(content);
   if (text.length <= max) return text;
   const lower = text.toLowerCase();
   const hits = terms.map((t) => lower.indexOf(t)).filter((i) => i >= 0);
@@ -335,13 +360,15 @@ class NeedleSearch extends HTMLElement {
   #option(h, i, terms, suggestion) {
     const li = el("li", { role: "option", id: `${this.input.id}-opt-${i}`, "aria-selected": "false", class: suggestion ? "suggestion" : "hit" });
     const a = el("a", { href: h.url, tabindex: "-1" });
-    const title = el("span", { class: "title" });
-    title.textContent = h.title || h.page;
-    a.append(title);
-    if (h.section && h.section !== h.title) a.append(el("span", { class: "section" }, h.section));
+    const title = h.title || h.page;
+    const sections = sectionPath(h.section, title);
+    const crumbs = el("span", { class: "crumbs", part: "crumbs" });
+    crumbs.append(el("span", { class: "title" }, title));
+    for (const s of sections) crumbs.append(el("span", { class: "sep", "aria-hidden": "true" }, "›"), el("span", { class: "section" }, s));
+    a.append(crumbs);
     if (!suggestion) {
-      const q = el("q", { class: "snippet" });
-      appendMarked(q, snippet(h.content, terms), terms);
+      const q = el("q", { class: "snippet", part: "snippet" });
+      appendMarked(q, snippet(withoutHeading(h.content, [title, ...sections]), terms), terms);
       a.append(q);
     }
     li.append(a);

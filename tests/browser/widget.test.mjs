@@ -246,6 +246,49 @@ describe("the widget", () => {
     assert.deepEqual(hostile, plain);
   });
 
+  it("shows each result's section on a line of its own, never run into the quote", async () => {
+    const page = await newPage();
+    await page.goto(server.url + "index.html");
+    await page.focus(box);
+    await engineReady(page);
+    const collapse = (t) => t.replace(/[ \t\n\f\r]+/g, " ").trim();
+    let headed = 0;
+    const failures = [];
+    for (const q of qrels().slice(0, 12)) {
+      const r = await ask(page, q.q_doc);
+      const hits = r.answer.length ? r.answer.map((i) => r.hits[i]).slice(0, 4) : [];
+      const options = await page.evaluate(() =>
+        [...document.querySelector("needle-search").shadowRoot.querySelectorAll("[role=option]")].map((o) => {
+          const crumbs = o.querySelector(".crumbs");
+          const snippet = o.querySelector(".snippet");
+          return {
+            title: crumbs?.querySelector(".title")?.textContent ?? null,
+            sections: [...(crumbs?.querySelectorAll(".section") ?? [])].map((e) => e.textContent),
+            crumbsBlock: crumbs ? getComputedStyle(crumbs).display === "block" : false,
+            above: crumbs && snippet ? crumbs.getBoundingClientRect().bottom <= snippet.getBoundingClientRect().top + 0.5 : false,
+            snippetHoldsCrumbs: !!snippet?.querySelector(".crumbs, .title, .section"),
+            snippet: snippet?.textContent ?? null,
+          };
+        }),
+      );
+      hits.forEach((h, i) => {
+        const o = options[i];
+        const heading = collapse(h.section.split(" > ").pop() ?? "");
+        if (!o.crumbsBlock || !o.above || o.snippetHoldsCrumbs) failures.push(`${q.id}#${i}: the breadcrumb is not a line of its own above the quote`);
+        if (o.title !== (h.title || h.page)) failures.push(`${q.id}#${i}: title ${o.title}`);
+        if (heading && heading !== collapse(h.title) && o.sections.at(-1) !== heading) failures.push(`${q.id}#${i}: sections ${JSON.stringify(o.sections)} for ${JSON.stringify(h.section)}`);
+        if (heading && collapse(h.content).startsWith(heading + " ")) {
+          headed++;
+          if (o.snippet.startsWith(heading)) failures.push(`${q.id}#${i}: the snippet starts with its heading: ${JSON.stringify(o.snippet.slice(0, 80))}`);
+        }
+      });
+    }
+    assert.deepEqual(failures, []);
+    assert.ok(headed > 0, "some shown chunk starts with its section heading (else this test checks nothing)");
+    await page.screenshot({ path: artifact("widget-sections.png") });
+    await page.close();
+  });
+
   it("works under needle serve --csp with no console error (a bare page: the widget, the worker, the wasm)", async () => {
     // The fixture's own pages carry inline scripts that the strict policy refuses; this page
     // has nothing but needle's two lines.
