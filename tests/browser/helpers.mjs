@@ -82,10 +82,11 @@ export function fixtureSite() {
 
 /**
  * Any fixture site (a folder of pages with `<main>`) prepared like `fixtureSite`: copied under
- * WORK/`name`, the widget added to every page, indexed with its browser bundle. Rebuilt when
- * the binary, pkg/, www/ or the pages are newer than the bundle.
+ * WORK/`name`, the widget added to every page (unless `addWidget` is false: the pages have it),
+ * indexed with its browser bundle. Rebuilt when the binary, pkg/, www/ or the pages are newer
+ * than the bundle.
  */
-export function widgetSite(src, name) {
+export function widgetSite(src, name, { addWidget = true } = {}) {
   const site = join(WORK, name);
   const bundle = join(site, "needle");
   const manifest = join(bundle, "manifest.json");
@@ -94,9 +95,10 @@ export function widgetSite(src, name) {
   if (!existsSync(NEEDLE)) throw new Error(`${NEEDLE} missing: run ./build.sh cli`);
   rmSync(site, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
-  cpSync(src, site, { recursive: true });
+  // A bundle built into the source folder (docs/needle by ./build.sh demo) is not a page.
+  cpSync(src, site, { recursive: true, filter: (p) => relative(src, p) !== "needle" });
   for (const f of walk(site)) {
-    if (!f.endsWith(".html")) continue;
+    if (!addWidget || !f.endsWith(".html")) continue;
     // latin1 maps bytes to code units one to one: pages in legacy encodings keep their bytes
     // (the snippets are ASCII), so the extractor and the browser both decode them by their <meta>.
     const html = readFileSync(f, "latin1");
@@ -107,6 +109,9 @@ export function widgetSite(src, name) {
   if (!existsSync(manifest)) throw new Error(`needle build wrote no browser bundle (${manifest} missing)`);
   return { site, bundle };
 }
+
+/** needle's own documentation (docs/, the demo site), whose pages already carry the widget. */
+export const docsSite = () => widgetSite(join(ROOT, "docs"), "docs-site", { addWidget: false });
 
 /**
  * Native `needle search` (batch: JSON lines {"id","query"} on stdin, one result line each):
