@@ -364,12 +364,21 @@ const now = () => (typeof performance !== "undefined" ? performance.now() : Date
 // ---------------------------------------------------------------------------------------------
 // Bytes: fetch with progress, through the Cache API where there is one.
 
+/**
+ * A module found at run time: the bundle's hashed glue, or Node's own modules (only ever loaded
+ * in Node). The comments keep bundlers (Vite, webpack) from resolving or stubbing these
+ * imports when an app bundles this file for the browser.
+ */
+function runtimeImport(specifier) {
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
+}
+
 async function resolveBase(base) {
   if (base instanceof URL) return ensureSlash(base);
   const s = String(base);
   if (/^[a-z][a-z0-9+.-]*:/i.test(s)) return ensureSlash(new URL(s));
   if (typeof location !== "undefined") return ensureSlash(new URL(s, location.href));
-  const { pathToFileURL } = await import("node:url");
+  const { pathToFileURL } = await runtimeImport("node:url");
   return ensureSlash(pathToFileURL(s));
 }
 
@@ -415,8 +424,8 @@ async function pruneCache(baseUrl, manifest) {
 }
 
 async function readFileUrl(u) {
-  const { readFile } = await import("node:fs/promises");
-  const { fileURLToPath } = await import("node:url");
+  const { readFile } = await runtimeImport("node:fs/promises");
+  const { fileURLToPath } = await runtimeImport("node:url");
   const buf = await readFile(fileURLToPath(u));
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
 }
@@ -462,13 +471,16 @@ async function readWithProgress(res, total, onProgress) {
  */
 async function loadGlue(baseUrl, manifest, role) {
   if (isNode) {
-    // The npm package ships both builds under fixed names.
-    const wasm = new URL(role === "wasmRelaxed" ? "./needle_core_relaxed_bg.wasm" : "./needle_core_bg.wasm", import.meta.url);
+    // The npm package ships both builds under fixed names. The names go through `own`: a bundler
+    // copies every `new URL("./literal", import.meta.url)` it sees into a browser build, and
+    // these files (megabytes) are only ever read in Node.
+    const own = (name) => new URL(name, import.meta.url);
+    const wasm = own(role === "wasmRelaxed" ? "./needle_core_relaxed_bg.wasm" : "./needle_core_bg.wasm");
     try {
-      return { module: await import(new URL("./needle_core.js", import.meta.url).href), wasm };
+      return { module: await runtimeImport(own("./needle_core.js").href), wasm };
     } catch {
       // needle.js inside a bundle folder: use the bundle's files
     }
   }
-  return { module: await import(new URL(manifest.files.glue, baseUrl).href), wasm: null };
+  return { module: await runtimeImport(new URL(manifest.files.glue, baseUrl).href), wasm: null };
 }

@@ -3,6 +3,10 @@
 //   <script type="module" src="/needle/widget.js"></script>
 //   <needle-search></needle-search>
 //
+// From the npm package under a bundler (`import "needle-search/widget.js"`), this script lives
+// among the app's assets, so `base` must name the site's bundle (`needle build` writes it):
+//   <needle-search base="/needle/"></needle-search>
+//
 // Attributes: base (the bundle URL; default: this script's folder), placeholder, k (answers
 // shown, default 4), preload (start loading the engine at once instead of on first focus),
 // selector (the content root, if the index was built with --selector), offline (register
@@ -14,7 +18,10 @@
 
 import { open } from "./needle.js";
 
-const HERE = new URL(".", import.meta.url);
+// This script's folder. (Not written `new URL(".", import.meta.url)`: bundlers take that
+// pattern for an asset to copy, and "." for the package's main file.)
+const SCRIPT_URL = import.meta.url;
+const HERE = new URL(".", SCRIPT_URL);
 const STOP = new Set("a an and are as at be by can do does for from how i if in is it its of on or so that the this to what when where which who why will with you your".split(" "));
 
 let manifestPromise = null;
@@ -50,7 +57,8 @@ async function landing(base, selector) {
   landed = true;
   const start = async () => {
     const m = await manifestOf(base);
-    const hl = await import(new URL(m.files.highlight, base).href);
+    // The comments keep an app's bundler from resolving the bundle's own file.
+    const hl = await import(/* @vite-ignore */ /* webpackIgnore: true */ new URL(m.files.highlight, base).href);
     await addPageStyle(base);
     return hl.install(base, open, { selector });
   };
