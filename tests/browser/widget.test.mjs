@@ -246,6 +246,33 @@ describe("the widget", () => {
     assert.deepEqual(hostile, plain);
   });
 
+  it("takes its theme from the custom properties documented in widget.css, through the shadow boundary", async () => {
+    writeFileSync(join(site, "themed-css.css"), `:root { --needle-mark-bg: rgb(1, 2, 3); } needle-search { --needle-accent: rgb(180, 0, 78); --needle-font: italic 20px Georgia, serif; }`);
+    writeFileSync(
+      join(site, "themed-css.html"),
+      `<!doctype html><html><head><title>Theme</title><link rel="icon" href="data:,"><link rel="stylesheet" href="themed-css.css">${WIDGET_SNIPPET}</head><body><main>${WIDGET_ELEMENT.replace(" offline", "")}</main></body></html>`,
+    );
+    const page = await newPage();
+    await page.goto(server.url + "themed-css.html");
+    await page.focus(box);
+    await engineReady(page);
+    await ask(page, qrels()[3].q_doc);
+    await page.waitForFunction(() => document.querySelector("needle-search").shadowRoot.querySelector("link[rel=stylesheet]")?.sheet);
+    const got = await page.evaluate(() => {
+      const root = document.querySelector("needle-search").shadowRoot;
+      const cs = (sel) => getComputedStyle(root.querySelector(sel));
+      return {
+        accent: cs("[role=option] .title").color,
+        mark: cs("[role=option] .snippet mark").backgroundColor,
+        style: cs("[role=option] .snippet").fontStyle,
+        family: cs("input").fontFamily,
+        size: cs("input").fontSize,
+      };
+    });
+    assert.deepEqual(got, { accent: "rgb(180, 0, 78)", mark: "rgb(1, 2, 3)", style: "italic", family: "Georgia, serif", size: "20px" });
+    await page.close();
+  });
+
   it("shows each result's section on a line of its own, never run into the quote", async () => {
     const page = await newPage();
     await page.goto(server.url + "index.html");
