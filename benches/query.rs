@@ -5,11 +5,11 @@
 //! cargo bench --bench query
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use needle::bm25::Bm25;
 use needle::build::{build_index, BuildOptions, LoadedModel};
-use needle::index::Index;
 use needle::model::ModelFiles;
-use needle::search::{self, Mode, SearchOptions};
+use needle::query::bm25::Bm25;
+use needle::query::index::Index;
+use needle::query::search::{self, Mode, SearchOptions};
 use std::hint::black_box;
 use std::path::Path;
 
@@ -61,7 +61,7 @@ fn bench(c: &mut Criterion) {
     let dist = search::distances(&idx, &qv);
     let mut dense: Vec<usize> = (0..n).collect();
     dense.sort_by(|&a, &b| dist[a].total_cmp(&dist[b]));
-    c.bench_function(&format!("rrf fusion ({n} chunks)"), |b| b.iter(|| black_box(needle::fuse::rrf(&[&bm, &dense]))));
+    c.bench_function(&format!("rrf fusion ({n} chunks)"), |b| b.iter(|| black_box(needle::query::fuse::rrf(&[&bm, &dense]))));
     for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid] {
         let opts = SearchOptions { mode, ..SearchOptions::default() };
         c.bench_function(&format!("search {mode:?} without embedding ({n} chunks)"), |b| {

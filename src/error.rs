@@ -10,19 +10,21 @@ use std::path::PathBuf;
 pub enum Error {
     #[error("{path}: {cause}")]
     Io { path: PathBuf, cause: std::io::Error },
+    #[cfg(feature = "embed")]
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
     /// A model or tokenizer file that does not load (corrupt, truncated, another format).
+    #[cfg(feature = "embed")]
     #[error("{path}: cannot load: {cause}")]
     Load { path: PathBuf, cause: crate::embed::EmbedError },
     #[error(transparent)]
-    Index(#[from] crate::index::IndexError),
+    Index(#[from] crate::query::index::IndexError),
     #[cfg(feature = "native")]
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),
-    #[cfg(feature = "native")]
+    #[cfg(feature = "extract")]
     #[error(transparent)]
-    Extract(#[from] crate::extract::ExtractError),
+    Extract(#[from] crate::doc::extract::ExtractError),
 }
 
 impl Error {

@@ -1,55 +1,22 @@
 //! The browser's entry point: a thin wasm-bindgen layer over the same `index`, `search`,
-//! `embed` and `cite` functions the CLI calls. It does no I/O: JavaScript fetches the index,
+//! `embed` and `cite` functions the CLI calls. Built without the `embed` feature it is the
+//! lexical core: the same `Engine` with no `loadModel` (and no tract or tokenizer in the binary). It does no I/O: JavaScript fetches the index,
 //! model and tokenizer bytes and hands them over (lexical search works as soon as the index
 //! is in; hybrid once the model is).
 //! Invariants: a model whose sha256 differs from the index's stamp is refused; results cross
 //! into JavaScript as JSON text (one `JSON.parse`, no second serialiser in the binary, and an
-//! unknown distance becomes `null`).
+//! unknown distance becomes `null`). The shape of that JSON is typed once, for the API users
+//! call, in `www/needle.d.ts` (`NeedleResult`, `NeedlePage`); `needle.js` parses it.
 
-use crate::cite::{build_prompt, char_url, citations};
-use crate::embed::{Embedder, DIM, MODEL_NAME};
-use crate::index::{sha256_hex, Index, ModelStamp};
-use crate::search::{now_ms, search, Hit, Mode, SearchOptions, SearchResult, Timings};
+#[cfg(feature = "embed")]
+use crate::embed::Embedder;
+use crate::query::cite::{build_prompt, char_url, citations};
+#[cfg(feature = "embed")]
+use crate::query::index::sha256_hex;
+use crate::query::index::Index;
+use crate::query::search::{now_ms, search, Mode, SearchOptions, SearchResult, Timings};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
-
-#[wasm_bindgen(typescript_custom_section)]
-const TS_TYPES: &'static str = r#"
-/** One hit of the ungated ranking, as `needle search` prints it. */
-export interface NeedleHit {
-  /** Chunk number in the index. */
-  chunk: number;
-  /** Page path relative to the site root. */
-  page: string;
-  /** `page#char=from,to`, relative to the site root. */
-  url: string;
-  title: string;
-  section: string;
-  /** UTF-16 offsets into the page's canonical text. */
-  from: number;
-  to: number;
-  content: string;
-  /** Cosine distance; null while the model is not loaded. */
-  distance: number | null;
-  /** 1-based. */
-  rank: number;
-}
-export interface NeedleResult {
-  hits: NeedleHit[];
-  /** Indices into `hits` kept by the gate; [] = NO ANSWER. */
-  answer: number[];
-  mode: "bm25" | "dense" | "hybrid";
-  cut: number;
-  timings: { embed: number; bm25: number; dense: number; fuse: number };
-}
-export interface NeedlePage {
-  path: string;
-  title: string;
-  contentHash: string;
-  textLen: number;
-  chunks: number;
-}
-"#;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -60,7 +27,9 @@ fn start() {
 #[wasm_bindgen]
 pub struct Engine {
     index: Index,
+    #[cfg_attr(not(feature = "embed"), allow(dead_code))]
     file: String,
+    #[cfg(feature = "embed")]
     embedder: Option<Embedder>,
 }
 
@@ -84,6 +53,7 @@ struct JsResult<'a> {
     answer: &'a [usize],
     mode: Mode,
     cut: f32,
+    terms: Vec<String>,
     timings: &'a Timings,
 }
 
@@ -122,21 +92,22 @@ impl Engine {
     /// Opens an index from its bytes (`index.needle`); `file` names it in error messages.
     #[wasm_bindgen(constructor)]
     pub fn new(index_bytes: &[u8], file: Option<String>) -> Result<Engine, JsError> {
-        let file = file.unwrap_or_else(|| crate::index::INDEX_FILE.to_string());
+        let file = file.unwrap_or_else(|| crate::query::index::INDEX_FILE.to_string());
         let index = Index::from_bytes(index_bytes, &file).map_err(err)?;
-        Ok(Engine { index, file, embedder: None })
+        Ok(Engine {
+            index,
+            file,
+            #[cfg(feature = "embed")]
+            embedder: None,
+        })
     }
 
+    #[cfg(feature = "embed")]
     /// Hands over the model (the ONNX file the index was built with) and `tokenizer.json`.
     /// Refuses a model or tokenizer whose sha256 differs from the index's stamp.
     #[wasm_bindgen(js_name = loadModel)]
     pub fn load_model(&mut self, model: &[u8], tokenizer: &[u8]) -> Result<(), JsError> {
-        let given = ModelStamp {
-            name: MODEL_NAME.into(),
-            dim: DIM as u32,
-            model_sha256: sha256_hex(model),
-            tokenizer_sha256: sha256_hex(tokenizer),
-        };
+        let given = crate::embed::model_stamp(sha256_hex(model), sha256_hex(tokenizer));
         self.index.check_model(&given, &self.file).map_err(err)?;
         self.embedder = Some(Embedder::from_bytes(model, tokenizer).map_err(err)?);
         Ok(())
@@ -145,24 +116,24 @@ impl Engine {
     /// True once hybrid search is available.
     #[wasm_bindgen(getter, js_name = hasModel)]
     pub fn has_model(&self) -> bool {
-        self.embedder.is_some()
+        #[cfg(feature = "embed")]
+        return self.embedder.is_some();
+        #[cfg(not(feature = "embed"))]
+        false
     }
 
-    /// Searches; returns a `NeedleResult` as JSON text. `mode` is "bm25", "dense" or "hybrid";
+    /// Searches; returns a `NeedleResult` (see `www/needle.d.ts`) as JSON text. `mode` is "bm25", "dense" or "hybrid";
     /// without the model every mode falls back to BM25 and nothing passes the gate. `cut` and
     /// `max_chunks` default to the index's settings.
     pub fn search(&self, query: &str, k: usize, mode: &str, cut: Option<f32>, max_chunks: Option<u32>) -> Result<String, JsError> {
         let mode = parse_mode(mode)?;
         let opts = SearchOptions { mode, k, cut, max_chunks: max_chunks.unwrap_or(self.index.header.settings.max_chunks) as usize };
         let t = now_ms();
-        let vector = match &self.embedder {
-            Some(e) => Some(e.embed(query).map_err(err)?),
-            None => None,
-        };
+        let vector = self.query_vector(query)?;
         let embed_ms = if vector.is_some() { now_ms() - t } else { 0.0 };
         let mut result = search(&self.index, query, vector.as_deref(), &opts);
         result.timings.embed = embed_ms;
-        self.to_json(&result)
+        self.to_json(&result, self.index.header.bm25.marked_terms(query))
     }
 
     /// The prompt for any LLM, with numbered sources — what the CLI's `--prompt` prints.
@@ -173,6 +144,7 @@ impl Engine {
         let mut hits = Vec::with_capacity(r.hits.len());
         for h in &r.hits {
             let hit = self
+                .index
                 .hit(h.chunk, h.distance.unwrap_or(f32::NAN), h.rank)
                 .ok_or_else(|| err(format!("prompt: chunk {} is not in this index", h.chunk)))?;
             hits.push(hit);
@@ -229,17 +201,20 @@ impl Engine {
         self.index.header.chunks.len()
     }
 
-    /// Word-pieces the model sees for `text` ([CLS]/[SEP] included): for benchmarks.
+    #[cfg(feature = "embed")]
+    /// Word-pieces the model sees for `text` (`[CLS]`/`[SEP]` included): for benchmarks.
     #[wasm_bindgen(js_name = tokenCount)]
     pub fn token_count(&self, text: &str) -> Result<usize, JsError> {
         self.embedder.as_ref().ok_or_else(|| err("the model is not loaded"))?.token_count(text).map_err(err)
     }
 
+    #[cfg(feature = "embed")]
     /// The token ids the model sees for `text` (for the onnxruntime-web comparison).
     pub fn tokenize(&self, text: &str) -> Result<Vec<i64>, JsError> {
         self.embedder.as_ref().ok_or_else(|| err("the model is not loaded"))?.tokenize(text).map_err(err)
     }
 
+    #[cfg(feature = "embed")]
     /// The query embedding alone: for benchmarks and the native-vs-browser comparison.
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, JsError> {
         self.embedder.as_ref().ok_or_else(|| err("the model is not loaded"))?.embed(text).map_err(err)
@@ -247,13 +222,18 @@ impl Engine {
 }
 
 impl Engine {
-    fn hit(&self, chunk: usize, distance: f32, rank: usize) -> Option<Hit> {
-        let c = self.index.header.chunks.get(chunk)?;
-        let page = self.index.header.pages.get(c.page as usize)?;
-        Some(Hit { chunk, page: page.path.clone(), from: c.from as usize, to: c.to as usize, content: c.content.clone(), distance, rank })
+    /// The query's embedding, or `None` while no model is loaded (always, in the lexical core).
+    #[cfg(feature = "embed")]
+    fn query_vector(&self, query: &str) -> Result<Option<Vec<f32>>, JsError> {
+        self.embedder.as_ref().map(|e| e.embed(query).map_err(err)).transpose()
     }
 
-    fn to_json(&self, r: &SearchResult) -> Result<String, JsError> {
+    #[cfg(not(feature = "embed"))]
+    fn query_vector(&self, _query: &str) -> Result<Option<Vec<f32>>, JsError> {
+        Ok(None)
+    }
+
+    fn to_json(&self, r: &SearchResult, terms: Vec<String>) -> Result<String, JsError> {
         let hits = r
             .hits
             .iter()
@@ -274,7 +254,7 @@ impl Engine {
                 }
             })
             .collect();
-        serde_json::to_string(&JsResult { hits, answer: &r.answer, mode: r.mode, cut: r.cut, timings: &r.timings }).map_err(err)
+        serde_json::to_string(&JsResult { hits, answer: &r.answer, mode: r.mode, cut: r.cut, terms, timings: &r.timings }).map_err(err)
     }
 }
 

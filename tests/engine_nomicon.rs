@@ -4,10 +4,15 @@
 //! citation table and the prompt, and int8 against fp32 vectors.
 #![cfg(feature = "native")]
 
+/// The sign test of `needle eval` (a CLI tool, not library API): the same file, compiled here.
+#[path = "../src/bin/needle/eval/stats.rs"]
+#[allow(dead_code)]
+mod stats;
+
 use needle::build::read_index;
-use needle::extract::{discover, extract_file, ExtractOptions, Extracted};
-use needle::index::Index;
-use needle::text::{normalize_for_match, slice_utf16};
+use needle::doc::extract::{discover, extract_file, ExtractOptions, Extracted};
+use needle::doc::text::{normalize_for_match, slice_utf16};
+use needle::query::index::Index;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -156,9 +161,9 @@ fn build_reports_what_it_wrote_and_skips_what_is_not_content() {
     assert_eq!(r["failed"].as_array().map(Vec::len), Some(0), "no page of the fixture fails: {}", r["failed"]);
     let idx = read_index(&b.index).expect("read the index back");
     assert_eq!(r["chunks"].as_u64(), Some(idx.header.chunks.len() as u64), "reported chunks = chunks in the index");
-    let ok: Vec<_> = idx.header.pages.iter().filter(|p| p.status == needle::index::PageStatus::Ok).collect();
+    let ok: Vec<_> = idx.header.pages.iter().filter(|p| p.status == needle::query::index::PageStatus::Ok).collect();
     assert_eq!(r["pages_ok"].as_u64(), Some(ok.len() as u64));
-    let skipped_in_index = idx.header.pages.iter().filter(|p| matches!(p.status, needle::index::PageStatus::Skipped { .. })).count();
+    let skipped_in_index = idx.header.pages.iter().filter(|p| matches!(p.status, needle::query::index::PageStatus::Skipped { .. })).count();
     assert_eq!(skipped_in_index, skipped.len(), "skipped pages are recorded in the index too");
     let sum: u32 = idx.header.pages.iter().map(|p| p.chunk_count).sum();
     assert_eq!(sum as usize, idx.header.chunks.len(), "per-page counts add up");
@@ -173,7 +178,7 @@ fn every_chunk_quotes_exactly_its_range_of_the_canonical_text() {
     for (i, c) in idx.header.chunks.iter().enumerate() {
         let page = &idx.header.pages[c.page as usize];
         let text = texts.get(&page.path).unwrap_or_else(|| panic!("{} not extracted", page.path));
-        assert_eq!(needle::index::sha256_hex(text.as_bytes()), page.content_hash, "{}: content hash", page.path);
+        assert_eq!(needle::query::index::sha256_hex(text.as_bytes()), page.content_hash, "{}: content hash", page.path);
         let slice = slice_utf16(text, c.from as usize, c.to as usize);
         assert_eq!(slice, Some(c.content.as_str()), "chunk {i} of {}: canonical[{}..{}] != content", page.path, c.from, c.to);
         assert!(!c.content.trim().is_empty());
@@ -222,7 +227,7 @@ fn int8_dense_recall_is_not_significantly_below_fp32() {
     let hit = |r: &Option<usize>| r.is_some_and(|r| r <= 4);
     let wins = int8.iter().zip(&fp32).filter(|(a, b)| hit(a) && !hit(b)).count();
     let losses = int8.iter().zip(&fp32).filter(|(a, b)| !hit(a) && hit(b)).count();
-    let p = needle::eval::stats::sign_test(wins, losses);
+    let p = stats::sign_test(wins, losses);
     println!(
         "dense R@4 int8 {:.3} fp32 {:.3}; int8 wins {wins}, losses {losses}, sign test p = {p:.3}",
         recall(&int8, 4),
@@ -247,9 +252,51 @@ fn query_prints_citations_and_refuses_off_topic_questions() {
 
     let (ok, out, _) = needle(&["query", &index, "How can the scope of unsafe code be limited?", "--prompt"], None);
     assert!(ok);
-    assert!(out.starts_with(needle::cite::INSTRUCTIONS), "{out}");
+    assert!(out.starts_with(needle::query::cite::INSTRUCTIONS), "{out}");
     assert!(out.contains("\n[1] ") && out.contains("Question: How can the scope of unsafe code be limited?"));
     assert!(!out.contains("#char="), "the prompt carries no links");
+}
+
+/// The chunks a `needle search` output line answers with, as `page#from,to`.
+fn answered(line: &Value) -> Vec<String> {
+    let hits = line["hits"].as_array().expect("hits");
+    line["answer"]
+        .as_array()
+        .expect("answer")
+        .iter()
+        .map(|i| {
+            let h = &hits[i.as_u64().expect("index") as usize];
+            format!("{}#{},{}", h["page"].as_str().expect("page"), h["from"], h["to"])
+        })
+        .collect()
+}
+
+#[test]
+fn every_front_end_answers_a_question_the_same_whatever_k_it_shows() {
+    let b = built(false);
+    let index = b.index.to_str().expect("path");
+    let (mut qs, _) = queries();
+    qs.extend(ood());
+    let deep = search(&b.index, "hybrid", &qs);
+    let input: String = qs.iter().map(|(id, q)| serde_json::json!({"id": id, "query": q}).to_string() + "\n").collect();
+    let (ok, out, err) = needle(&["search", index, "--k", "1"], Some(&input));
+    assert!(ok, "{err}");
+    let mut below_first = 0;
+    for line in out.lines().map(|l| serde_json::from_str::<Value>(l).expect("json")) {
+        let id = line["id"].as_str().expect("id");
+        assert_eq!(answered(&line), answered(&deep[id]), "{id}: --k 1 and --k 20 answer differently");
+        below_first += usize::from(deep[id]["answer"].as_array().expect("answer").iter().any(|i| i.as_u64() != Some(0)));
+    }
+    assert!(below_first > 0, "some answer lies below rank 1, so --k 1 really is put to the test");
+    // `needle query` cites the same chunks, in the same order.
+    for (id, q) in qs.iter().take(6) {
+        let (ok, out, err) = needle(&["query", index, q, "--json"], None);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).expect("query --json");
+        let cited: Vec<String> =
+            v["citations"].as_array().expect("citations").iter().map(|c| c["url"].as_str().expect("url").replace("#char=", "#")).collect();
+        assert_eq!(cited, answered(&deep[id]), "{id}: needle query and needle search differ");
+    }
 }
 
 #[test]

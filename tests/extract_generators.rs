@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use needle::extract::{self, discover, extract_file, Discovered, ExtractError, ExtractOptions, Extracted, SourceFile, SourceKind};
-use needle::text::{byte_to_utf16, normalize_for_match, BlockKind, Document};
+use needle::doc::extract::{self, discover, extract_file, Discovered, ExtractError, ExtractOptions, Extracted, SourceFile, SourceKind};
+use needle::doc::text::{byte_to_utf16, normalize_for_match, BlockKind, Document};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -675,7 +675,7 @@ fn unicode_is_kept_verbatim() {
     // Offsets the browser sees: UTF-16 code units, emoji counting twice.
     let crab = doc.text.find('🦀').unwrap_or_else(|| panic!("crab"));
     let from = byte_to_utf16(&doc.text, crab).unwrap_or_else(|| panic!("boundary"));
-    assert_eq!(needle::text::slice_utf16(&doc.text, from, from + 2), Some("🦀"));
+    assert_eq!(needle::doc::text::slice_utf16(&doc.text, from, from + 2), Some("🦀"));
 }
 
 #[test]

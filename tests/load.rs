@@ -6,9 +6,9 @@
 #![cfg(feature = "native")]
 
 use needle::build::LoadedModel;
-use needle::index::Index;
 use needle::model::ModelFiles;
-use needle::search::{self, Mode, SearchOptions};
+use needle::query::index::Index;
+use needle::query::search::{self, Mode, SearchOptions};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -127,7 +127,7 @@ fn ten_thousand_queries_leave_the_heap_flat() {
     let run = |q: &str| {
         let v = emb.embed(q).expect("embed");
         let r = search::search(&idx, q, Some(&v), &opts);
-        std::hint::black_box(needle::cite::citations(&idx, &r));
+        std::hint::black_box(needle::query::cite::citations(&idx, &r));
     };
     // Warm-up: every query once, so every input length has been planned.
     for q in &queries {

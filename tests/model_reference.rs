@@ -6,8 +6,9 @@
 //! so CI cannot pass without having run the real model. Run with `--nocapture` to see the
 //! cosine statistics.
 
-use needle::embed::{cosine_distance, dot, Embedder, DIM, MAX_TOKENS};
+use needle::embed::{Embedder, DIM, MAX_TOKENS};
 use needle::model::{self, Manifest, ModelFiles, MANIFEST_FILE};
+use needle::query::search::{cosine_distance, dot};
 use serde::Deserialize;
 
 #[derive(Deserialize)]

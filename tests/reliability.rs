@@ -6,10 +6,10 @@
 #![cfg(feature = "native")]
 
 use needle::build::{self, read_index, BuildOptions, BuildReport, LoadedModel};
-use needle::chunk::{ChunkConfig, Strategy};
-use needle::index::{Index, PageStatus, FORMAT_VERSION, INDEX_FILE};
+use needle::doc::chunk::{ChunkConfig, Strategy};
 use needle::model::ModelFiles;
-use needle::search::{self, Mode, SearchOptions};
+use needle::query::index::{Index, PageStatus, FORMAT_VERSION, INDEX_FILE};
+use needle::query::search::{self, Mode, SearchOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,7 +44,7 @@ fn build_into(site: &Path, out: &Path, opts: &BuildOptions) -> (Index, BuildRepo
     (read_index(out).expect("read the index back"), report)
 }
 
-fn page<'a>(idx: &'a Index, path: &str) -> Option<&'a needle::index::PageEntry> {
+fn page<'a>(idx: &'a Index, path: &str) -> Option<&'a needle::query::index::PageEntry> {
     idx.header.pages.iter().find(|p| p.path == path)
 }
 
@@ -253,18 +253,23 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
             Ok(idx) => {
                 assert_eq!(idx.header.pages.len() as u64, expected["pages"].as_u64().expect("pages"), "v{version}");
                 assert_eq!(idx.header.chunks.len() as u64, expected["chunks"].as_u64().expect("chunks"), "v{version}");
+                // Formats 1 and 2 had no gate depth (20 wherever they were searched) and no site path.
+                let depth = expected.get("gate_depth").and_then(Value::as_u64).unwrap_or(20);
+                assert_eq!(u64::from(idx.header.settings.gate_depth), depth, "v{version} gate depth");
+                assert_eq!(idx.header.site, expected.get("site").and_then(Value::as_str).unwrap_or(""), "v{version} site");
                 // The stored offsets still quote the site's canonical text.
                 let site = dir.join("site");
-                let opts = needle::extract::ExtractOptions::default();
-                let found = needle::extract::discover(&site, &opts).expect("discover");
+                let opts = needle::doc::extract::ExtractOptions::default();
+                let found = needle::doc::extract::discover(&site, &opts).expect("discover");
                 for f in &found.files {
                     let bytes = std::fs::read(&f.abs_path).expect("read");
-                    let needle::extract::Extracted::Page(doc) = needle::extract::extract_file(f, &bytes, &opts).expect("extract") else {
+                    let needle::doc::extract::Extracted::Page(doc) = needle::doc::extract::extract_file(f, &bytes, &opts).expect("extract")
+                    else {
                         continue;
                     };
                     let p = idx.header.pages.iter().position(|p| p.path == doc.path).expect("page in index") as u32;
                     for c in idx.header.chunks.iter().filter(|c| c.page == p) {
-                        assert_eq!(needle::text::slice_utf16(&doc.text, c.from as usize, c.to as usize), Some(c.content.as_str()));
+                        assert_eq!(needle::doc::text::slice_utf16(&doc.text, c.from as usize, c.to as usize), Some(c.content.as_str()));
                     }
                 }
                 // The same question finds the same page, lexically and with the model it names.

@@ -1,12 +1,12 @@
 // highlight.js: the landing highlight. On a page opened at `page#char=from,to`, it rebuilds the
-// page's canonical text from the rendered DOM by the extractor's rule (src/extract.rs, module
+// page's canonical text from the rendered DOM by the extractor's rule (src/doc/extract.rs, module
 // doc: "The canonical text rule (HTML)"), wraps exactly that UTF-16 range in <mark> (across
 // elements if need be) and scrolls to it.
 // Invariant: never a wrong highlight. The range is used only when the page's canonical text
 // still has the content hash the index recorded; otherwise the quote is looked up in the index
 // and found by text, and if that fails nothing is marked (and the console says why).
 
-// ---- Mirror of src/extract.rs (keep in sync; tests/browser/canonical.test.mjs compares) ----
+// ---- Mirror of src/doc/extract.rs (keep in sync; tests/browser/canonical.test.mjs compares) ----
 export const CONTENT_ROOT_SELECTORS = ["article.md-content__inner", "main", "[role=main]", "article", "body"];
 export const DROP_SELECTORS = [
   "script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "audio", "video",
@@ -89,7 +89,7 @@ class Builder {
     if (this.leaf?.mode === "code") this.lines[this.lines.length - 1].push({ node: null, text: "\n" });
     else this.lines.push([]);
   }
-  /** Inside a verbatim leaf, a block element's edge ends the line (src/extract.rs, step 5). */
+  /** Inside a verbatim leaf, a block element's edge ends the line (src/doc/extract.rs, step 5). */
   codeLineEnd() {
     if (this.leaf?.mode !== "code") return;
     const line = this.lines[this.lines.length - 1];
@@ -323,17 +323,15 @@ function scrollTo(marks) {
 
 /**
  * Wires the highlight into this page: reads `#char=` now and on every hash change. `base` is
- * the bundle's URL; `openEngine` is needle.js's `open` (used only to look a quote up).
+ * the bundle's URL; `openEngine` is needle.js's `open` (used only to look a quote up);
+ * `manifest` the bundle's manifest.json, as needle.js's `loadManifest` read it.
  */
-export async function install(base, openEngine, { selector = null } = {}) {
+export async function install(base, openEngine, { selector = null, manifest } = {}) {
   const baseUrl = new URL(base, location.href);
-  let manifest = null, pages = null, engine = null;
+  let pages = null, engine = null;
   const load = async () => {
     if (pages) return;
     const cache = await globalThis.caches?.open("needle-v1").catch(() => null);
-    const mu = new URL("manifest.json", baseUrl);
-    const mres = await fetch(mu, { cache: "no-cache" }).catch(async (e) => (await cache?.match(mu.href)) ?? Promise.reject(e));
-    manifest = await mres.json();
     const pu = new URL(manifest.files.pages, baseUrl);
     let res = await cache?.match(pu.href);
     if (!res) {

@@ -22,13 +22,16 @@ export interface NeedleHit {
 
 export interface NeedleResult {
   query: string;
-  /** Top k of the ungated ranking. */
+  /** Top k of the ungated ranking, more when the gate kept a hit below k: the gate walks the
+   * index's own depth, so every front end answers a question the same whatever k it shows. */
   hits: NeedleHit[];
   /** Indices into `hits` kept by the gate; [] means NO ANSWER. */
   answer: number[];
   /** The mode actually used ("bm25" while the model is still loading). */
   mode: "bm25" | "dense" | "hybrid";
   cut: number;
+  /** The query's words worth marking in a snippet (BM25's tokenizer, no stop words). */
+  terms: string[];
   /** Milliseconds, measured inside the engine. */
   timings: { embed: number; bm25: number; dense: number; fuse: number };
 }

@@ -394,8 +394,11 @@ async function openCache() {
   }
 }
 
-/** manifest.json: from the network when there is one (it is not hashed), else the cached copy. */
-async function loadManifest(baseUrl, options) {
+/**
+ * manifest.json: from the network when there is one (it is not hashed), else the cached copy.
+ * The one loader of the bundle's manifest: the widget and the landing highlight use it too.
+ */
+export async function loadManifest(baseUrl, options = {}) {
   const u = new URL("manifest.json", baseUrl);
   if (u.protocol === "file:") return JSON.parse(new TextDecoder().decode(await readFileUrl(u)));
   const cache = options.cache === false ? null : await openCache();

@@ -16,26 +16,16 @@
 // panel, results, crumbs, snippet, …) theme it. Indexed text is always inserted as text
 // (textContent), never parsed as HTML.
 
-import { open } from "./needle.js";
+import { loadManifest, open } from "./needle.js";
 
 // This script's folder. (Not written `new URL(".", import.meta.url)`: bundlers take that
 // pattern for an asset to copy, and "." for the package's main file.)
 const SCRIPT_URL = import.meta.url;
 const HERE = new URL(".", SCRIPT_URL);
-const STOP = new Set("a an and are as at be by can do does for from how i if in is it its of on or so that the this to what when where which who why will with you your".split(" "));
 
 let manifestPromise = null;
 function manifestOf(base) {
-  manifestPromise ??= (async () => {
-    const u = new URL("manifest.json", base);
-    try {
-      const r = await fetch(u, { cache: "no-cache" });
-      if (r.ok) return r.json();
-    } catch {}
-    const hit = await globalThis.caches?.match(u.href);
-    if (hit) return hit.json();
-    throw new Error(`needle: cannot load ${u}`);
-  })();
+  manifestPromise ??= loadManifest(new URL(base, location.href));
   return manifestPromise;
 }
 
@@ -60,7 +50,7 @@ async function landing(base, selector) {
     // The comments keep an app's bundler from resolving the bundle's own file.
     const hl = await import(/* @vite-ignore */ /* webpackIgnore: true */ new URL(m.files.highlight, base).href);
     await addPageStyle(base);
-    return hl.install(base, open, { selector });
+    return hl.install(base, open, { selector, manifest: m });
   };
   let started = null;
   const maybe = () => {
@@ -102,10 +92,6 @@ function registerOffline(base) {
     return true;
   })();
   return offlineStarted;
-}
-
-function queryTerms(q) {
-  return [...new Set(q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1 && !STOP.has(w)))];
 }
 
 /** Appends `text` to `parent` with the query terms wrapped in <mark>: text nodes only. */
@@ -334,7 +320,9 @@ class NeedleSearch extends HTMLElement {
       this.#expand(false);
       return;
     }
-    const terms = queryTerms(r.query);
+    // The engine names the words to mark (BM25's own tokenizer, minus stop words and words in
+    // most chunks), so marking and ranking never disagree on what a word is.
+    const terms = r.terms ?? [];
     const shown = Number(this.getAttribute("k") ?? 4);
     let hits;
     this.panel.dataset.state = "";

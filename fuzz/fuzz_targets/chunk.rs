@@ -10,7 +10,7 @@
 //! 8 + b2 % 192, token counter = b3 & 1 (0: chars / 2 + 2, the unit tests' stand-in; 1:
 //! whitespace-separated words + 2).
 //!
-//! Asserts every invariant of `needle::chunk::invariants::check` (the checker the unit and
+//! Asserts every invariant of `needle::doc::chunk::invariants::check` (the checker the unit and
 //! property tests use, built for this crate by needle's `invariants` feature): UTF-16 `from..to` slices the text to
 //! exactly `content`; contents are non-empty, trimmed and never only heading text; every chunk
 //! fits `max_tokens`; `text = header + "\n" + content` (headers only for E and F); sections
@@ -21,9 +21,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use needle::chunk::invariants::check;
-use needle::chunk::{chunk_document, ChunkConfig, Strategy};
-use needle::text::{Block, BlockKind, Document};
+use needle::doc::chunk::invariants::check;
+use needle::doc::chunk::{chunk_document, ChunkConfig, Strategy};
+use needle::doc::text::{Block, BlockKind, Document};
 
 use BlockKind::Heading;
 

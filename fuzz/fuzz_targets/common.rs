@@ -1,13 +1,13 @@
 //! Shared by the index targets (included with `#[path]`, not a target itself).
 #![allow(dead_code)]
 
-use needle::bm25::Bm25;
-use needle::chunk::ChunkConfig;
-use needle::index::{sha256_hex, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp};
-use needle::search::{self, Mode, SearchOptions};
+use needle::query::bm25::Bm25;
+use needle::doc::chunk::ChunkConfig;
+use needle::query::index::{sha256_hex, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp};
+use needle::query::search::{self, Mode, SearchOptions};
 use sha2::{Digest, Sha256};
 
-/// The index of `src/index.rs`'s unit tests (`tests::tiny`), plus a failed and a skipped page
+/// The index of `src/query/index.rs`'s unit tests (`tests::tiny`), plus a failed and a skipped page
 /// so that every `PageStatus` variant is in the bytes.
 pub fn tiny() -> Index {
     let chunks = vec![
@@ -30,7 +30,8 @@ pub fn tiny() -> Index {
                 pipeline_version: 1,
                 extractor_version: 1,
             },
-            settings: Settings { chunk: ChunkConfig::default(), cut: 0.5, max_chunks: 4 },
+            settings: Settings { chunk: ChunkConfig::default(), cut: 0.5, max_chunks: 4, gate_depth: 20 },
+            site: "..".into(),
             pages: vec![
                 page("p.html", PageStatus::Ok, 12, 2),
                 page("bad.html", PageStatus::Failed { reason: "binary".into() }, 0, 0),
@@ -67,7 +68,7 @@ pub fn use_index(idx: &Index) {
         let qv = (q.len() == dim).then_some(q.as_slice());
         for query in ["hello world", "", "world 🦀"] {
             let r = search::search(idx, query, qv, &opts);
-            let _ = needle::cite::citations(idx, &r);
+            let _ = needle::query::cite::citations(idx, &r);
         }
     }
     // What was read writes back, and that reads and writes back to the same bytes (compared as

@@ -1,6 +1,6 @@
 //! Arbitrary bytes as a page: HTML, Markdown and plain text, through the public extraction API.
 //!
-//! Asserts, for every page that extracts (rule of `src/extract.rs`, steps 3–9):
+//! Asserts, for every page that extracts (rule of `src/doc/extract.rs`, steps 3–9):
 //! - no panic, whatever the bytes (binary, bad encodings, BOMs, deep nesting);
 //! - every block's byte range is non-empty, in bounds and on char boundaries of the canonical
 //!   text, and converts to UTF-16 offsets that slice back to the same string;
@@ -18,9 +18,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use needle::chunk::{self, ChunkConfig};
-use needle::extract::{extract_file, ExtractOptions, Extracted, SourceFile, SourceKind};
-use needle::text::{self, BlockKind, Document};
+use needle::doc::chunk::{self, ChunkConfig};
+use needle::doc::extract::{extract_file, ExtractOptions, Extracted, SourceFile, SourceKind};
+use needle::doc::text::{self, BlockKind, Document};
 
 fn is_browser_ws(c: char) -> bool {
     c.is_ascii_whitespace()

@@ -11,7 +11,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use needle::index::Index;
+use needle::query::index::Index;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(idx) = Index::from_bytes(data, "fuzz") {

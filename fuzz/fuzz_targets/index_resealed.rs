@@ -11,7 +11,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use needle::index::Index;
+use needle::query::index::Index;
 use std::sync::LazyLock;
 
 static TINY: LazyLock<Vec<u8>> = LazyLock::new(|| {

@@ -1,5 +1,5 @@
 // The landing highlight (www/highlight.js) copies the extractor's four rule constants from
-// src/extract.rs. A copy that drifts makes the browser's canonical text differ from the index's
+// src/doc/extract.rs. A copy that drifts makes the browser's canonical text differ from the index's
 // on the pages the difference touches (their content hash no longer matches, so the highlight
 // falls back to finding the quote by text). canonical.test.mjs catches drift only on the pages
 // of the fixture site; this compares the constants themselves, read from the Rust source.
@@ -10,12 +10,12 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const RUST = readFileSync(join(ROOT, "src", "extract.rs"), "utf8");
+const RUST = readFileSync(join(ROOT, "src", "doc", "extract.rs"), "utf8");
 
-/** The string literals of `pub const NAME: &[&str] = &[ … ];` in src/extract.rs, comments removed. */
+/** The string literals of `pub const NAME: &[&str] = &[ … ];` in src/doc/extract.rs, comments removed. */
 function rustList(name) {
   const start = RUST.indexOf(`pub const ${name}: &[&str] = &[`);
-  assert.ok(start >= 0, `src/extract.rs has no ${name}`);
+  assert.ok(start >= 0, `src/doc/extract.rs has no ${name}`);
   const body = RUST.slice(RUST.indexOf("&[", RUST.indexOf("=", start)) + 2, RUST.indexOf("];", start));
   const code = body
     .split("\n")

@@ -68,6 +68,22 @@ describe("in Chromium, needle answers like native `needle search`", () => {
     assert.deepEqual(decisions.web, decisions.native);
   });
 
+  it("answers every question the same whatever k a front end shows (the gate walks the index's depth)", async () => {
+    const results = await page.evaluate(async (qs) => {
+      const out = [];
+      for (const q of qs) out.push([await window.engine.search(q, { k: 1 }), await window.engine.search(q, { k: 4 })]);
+      return out;
+    }, queries.map((q) => q.q));
+    const kept = (r) => r.answer.map((i) => `${r.hits[i].page}#${r.hits[i].from},${r.hits[i].to}`).join(" ");
+    let deeper = 0;
+    queries.forEach((q, i) => {
+      const nat = nativeSearch(bundle, q.q, { k: 20 });
+      for (const r of results[i]) assert.equal(kept(r), kept(nat), `${q.id}: k = ${r.hits.length} vs native k = 20`);
+      if (nat.answer.some((j) => j >= 1)) deeper++;
+    });
+    assert.ok(deeper > 0, "some answer lies below rank 1, so k = 1 really is put to the test");
+  });
+
   it("answers lexically, and nothing passes the gate, when asked before the model (bm25 mode)", async () => {
     const r = await page.evaluate(async () => {
       const { open } = await import("/needle/needle.js");

@@ -88,6 +88,21 @@ describe("the widget", () => {
     await page.close();
   });
 
+  it("marks the engine's terms in snippets: never a stop word, never a word the tokenizer splits differently", async () => {
+    const page = await browser.newPage();
+    await page.goto(server.url + "index.html");
+    await engineReady(page);
+    const r = await ask(page, "Is the destructor not called when a value is leaked with mem::forget?");
+    assert.ok(r.terms.includes("destructor") && r.terms.includes("forget"), JSON.stringify(r.terms));
+    for (const stop of ["is", "the", "not", "when", "a", "with"]) assert.ok(!r.terms.includes(stop), `${stop} is not a term to mark`);
+    const marked = await page.evaluate(() =>
+      [...document.querySelector("needle-search").shadowRoot.querySelectorAll("mark")].map((m) => m.textContent.toLowerCase()),
+    );
+    assert.ok(marked.length > 0, "some term is marked");
+    for (const m of marked) assert.ok(r.terms.includes(m), `marked ${JSON.stringify(m)} is one of the engine's terms ${JSON.stringify(r.terms)}`);
+    await page.close();
+  });
+
   it("is a combobox with a listbox, navigable by keyboard", async () => {
     const page = await newPage();
     await page.goto(server.url + "index.html");

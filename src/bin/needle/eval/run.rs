@@ -1,20 +1,20 @@
 //! Running an evaluation: find or build the index, validate the questions against the site,
 //! embed every query once, search, and hand the rankings to [`super::score`].
 //! Invariants: one query vector per query text serves every mode, strategy and cut; the
-//! searches go through [`crate::search::search`], the function `needle query` answers with.
+//! searches go through [`needle::query::search::search`], the function `needle query` answers with.
 
 use super::qrels::{self, Query, Question};
 use super::report::{self, Cost, Evaluation, Outcome, QueryTime, Strategy};
 use super::score::{self, QueryRun, SavedRuns};
 use super::{mode_name, EvalArgs, EvalError};
-use crate::build::{self, BuildOptions, BuildReport, LoadedModel};
-use crate::chunk::{self, ChunkConfig};
-use crate::embed::Embedder;
-use crate::extract::{self, ExtractOptions, Extracted};
-use crate::index::{self, Index};
-use crate::model::ModelFiles;
-use crate::search::{self, Mode, SearchOptions};
-use crate::text::{normalize_for_match, Document};
+use needle::build::{self, BuildOptions, BuildReport, LoadedModel};
+use needle::doc::chunk::{self, ChunkConfig};
+use needle::doc::extract::{self, ExtractOptions, Extracted};
+use needle::doc::text::{normalize_for_match, Document};
+use needle::embed::Embedder;
+use needle::model::ModelFiles;
+use needle::query::index::{self, Index};
+use needle::query::search::{self, Mode, SearchOptions};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -40,7 +40,7 @@ fn resolve(path: &Path) -> Result<Target, EvalError> {
     }
 }
 
-fn needle_err(e: impl Into<crate::Error>) -> EvalError {
+fn needle_err(e: impl Into<needle::Error>) -> EvalError {
     EvalError::Needle(e.into())
 }
 
@@ -48,7 +48,7 @@ fn progress(msg: &str) {
     eprintln!("{msg}");
 }
 
-pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
+pub fn run_cli(args: EvalArgs, files: ModelFiles) -> Result<(), EvalError> {
     // Everything that can be wrong with the inputs is found before any index is built.
     let mut ks = args.k.clone();
     ks.sort_unstable();
@@ -66,11 +66,15 @@ pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
     };
     let saved_baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
     let target = resolve(&args.target)?;
-    let site = args.site.clone().or_else(|| match &target {
-        Target::Site(p) => Some(p.clone()),
-        // `needle build SITE` writes SITE/needle/index.needle.
-        Target::Index(file) => file.parent().and_then(Path::parent).map(Path::to_path_buf),
-    });
+    let site = match (&args.site, &target) {
+        (Some(site), _) => Some(site.clone()),
+        (None, Target::Site(p)) => Some(p.clone()),
+        // The index records its site relative to its own folder (formats 1 and 2 did not: ask).
+        (None, Target::Index(file)) => {
+            let recorded = build::read_index(file)?.header.site;
+            (!recorded.is_empty()).then(|| file.parent().unwrap_or(Path::new("")).join(recorded))
+        }
+    };
     let site_dir = |why: &str| {
         site.as_deref()
             .filter(|s| s.is_dir())
@@ -85,10 +89,17 @@ pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
     }
     let ablation_site = if args.ablate { Some(site_dir("--ablate builds the site with each strategy")?) } else { None };
 
-    let files = ModelFiles::locate().map_err(needle_err)?;
     let model = LoadedModel::load(&files)?;
     let embedder = model.embedder()?;
     let (index, built) = open_or_build(&target, &model)?;
+    if index.header.settings.gate_depth as usize != score::GATE_DEPTH {
+        return Err(EvalError::Invalid(format!(
+            "{}: its gate walks the top {} hits; needle eval scores the gate at depth {}",
+            args.target.display(),
+            index.header.settings.gate_depth,
+            score::GATE_DEPTH
+        )));
+    }
     let queries = qrels::queries(&questions, &ood);
     let (vectors, embed_ms) = embed_all(&embedder, &queries)?;
     let max_chunks = args.max_chunks.unwrap_or(index.header.settings.max_chunks as usize);

@@ -15,6 +15,17 @@ pub fn tokenize(s: &str) -> Vec<String> {
     s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_lowercase()).collect()
 }
 
+/// English words too common to be worth marking in a result: the widget highlights a query's
+/// terms, and "is", "not" or "the" lit on every line point at nothing. Ranking does not use the
+/// list (idf already discounts such words, and a query may hinge on one: "not `Send`"). Sorted.
+pub const STOP_WORDS: &[&str] = &[
+    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do",
+    "does", "doesn", "don", "for", "from", "get", "got", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into",
+    "is", "isn", "it", "its", "just", "me", "my", "no", "not", "of", "on", "one", "or", "our", "out", "she", "should", "so", "some",
+    "such", "t", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "up", "us", "use",
+    "using", "very", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+];
+
 /// The statistics BM25 needs, as stored in the index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bm25 {
@@ -65,7 +76,7 @@ impl Bm25 {
         self.doc_len.iter().map(|&l| l as f64).sum::<f64>() as f32 / self.doc_len.len() as f32
     }
 
-    pub fn idf(&self, df: usize) -> f32 {
+    pub(crate) fn idf(&self, df: usize) -> f32 {
         let n = self.doc_len.len() as f32;
         let df = df as f32;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
@@ -90,6 +101,23 @@ impl Bm25 {
         let mut ranked: Vec<(usize, f32)> = scores.into_iter().map(|(d, s)| (d as usize, s)).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked
+    }
+
+    /// The query's words worth marking in a result: its tokens (by [`tokenize`], the rule BM25
+    /// matched them with), each once, without stop words, words the site never uses, and words
+    /// in more than half of the chunks (they would mark nearly every line).
+    pub fn marked_terms(&self, query: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for term in tokenize(query) {
+            if out.contains(&term) || STOP_WORDS.binary_search(&term.as_str()).is_ok() {
+                continue;
+            }
+            let Ok(t) = self.terms.binary_search(&term) else { continue };
+            if self.postings[t].len() * 2 <= self.doc_len.len() {
+                out.push(term);
+            }
+        }
+        out
     }
 
     /// Checks the structure read from an index: every posting points at a chunk.
@@ -144,6 +172,14 @@ mod tests {
         assert!(bm.rank("").is_empty());
         assert!(bm.rank("!!! 🙂").is_empty());
         assert!(bm.validate().is_ok());
+    }
+
+    #[test]
+    fn marked_terms_skip_stop_words_unknown_and_ubiquitous_words() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "STOP_WORDS is sorted (binary search)");
+        let bm = Bm25::build(["the docs say drop is not called", "docs on leaking", "docs on Drop order", "panics"].iter().copied());
+        assert_eq!(bm.marked_terms("Is DROP not called? drop the docs, zebra"), ["drop", "called"]);
+        assert!(bm.marked_terms("").is_empty());
     }
 
     #[test]

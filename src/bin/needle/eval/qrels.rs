@@ -3,10 +3,10 @@
 //! and their validation against the site's canonical text.
 //! Invariants: a question is only scored once its needle occurs exactly once in the site's
 //! canonical text, outside a heading; matching always goes through
-//! [`crate::text::normalize_for_match`], the one rule the independent scorer also applies.
+//! [`needle::doc::text::normalize_for_match`], the one rule the independent scorer also applies.
 
 use super::EvalError;
-use crate::text::{normalize_for_match, BlockKind, Document};
+use needle::doc::text::{normalize_for_match, BlockKind, Document};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -68,16 +68,6 @@ pub struct Query {
     pub question: Option<usize>,
 }
 
-impl Query {
-    /// The id a query carries through `needle search` (`nomicon-01:doc`, `ood-03`).
-    pub fn key(&self) -> String {
-        match self.phrasing {
-            Phrasing::Ood => self.id.clone(),
-            p => format!("{}:{}", self.id, p.name()),
-        }
-    }
-}
-
 /// Every query of the question set, doc phrasings first then ticket phrasings (each in file
 /// order), then the out-of-domain queries.
 pub fn queries(questions: &[Question], ood: &[OodQuery]) -> Vec<Query> {
@@ -116,7 +106,8 @@ pub fn load_questions(path: &Path) -> Result<Vec<Question>, EvalError> {
     Ok(questions)
 }
 
-pub fn parse_questions(text: &str, file: &str) -> Result<Vec<Question>, EvalError> {
+#[cfg(test)]
+fn parse_questions(text: &str, file: &str) -> Result<Vec<Question>, EvalError> {
     let questions: Vec<Question> = parse_jsonl(text, file)?;
     check_questions(&questions, file)?;
     Ok(questions)
@@ -244,7 +235,7 @@ fn distinct_pages(docs: &[Document]) -> Vec<DistinctPage<'_>> {
             Some(&i) => {
                 // Name the page as the index does: a chapter rather than the index.html copying it.
                 let paths = &mut pages[i].paths;
-                if is_index_page(paths[0]) && !is_index_page(&doc.path) {
+                if needle::doc::extract::is_index_page(paths[0]) && !needle::doc::extract::is_index_page(&doc.path) {
                     paths.insert(0, &doc.path);
                 } else {
                     paths.push(&doc.path);
@@ -257,10 +248,6 @@ fn distinct_pages(docs: &[Document]) -> Vec<DistinctPage<'_>> {
         }
     }
     pages
-}
-
-fn is_index_page(path: &str) -> bool {
-    path == "index.html" || path.ends_with("/index.html")
 }
 
 /// Occurrences of `needle` in `hay`, overlapping ones included.
@@ -282,7 +269,7 @@ fn count_overlapping(hay: &str, needle: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::Block;
+    use needle::doc::text::Block;
 
     fn doc(path: &str, parts: &[(&str, BlockKind)]) -> Document {
         let mut text = String::new();
@@ -382,8 +369,11 @@ mod tests {
         let qs = [q("q1", "n"), q("q2", "m")];
         let ood = [OodQuery { id: "o1".into(), query: "x".into(), kind: None }];
         let all = queries(&qs, &ood);
-        let keys: Vec<String> = all.iter().map(Query::key).collect();
-        assert_eq!(keys, ["q1:doc", "q2:doc", "q1:ticket", "q2:ticket", "o1"]);
+        let keys: Vec<(&str, Phrasing)> = all.iter().map(|q| (q.id.as_str(), q.phrasing)).collect();
+        assert_eq!(
+            keys,
+            [("q1", Phrasing::Doc), ("q2", Phrasing::Doc), ("q1", Phrasing::Ticket), ("q2", Phrasing::Ticket), ("o1", Phrasing::Ood)]
+        );
         assert_eq!(all[3].question, Some(1));
         assert_eq!(all[4].question, None);
     }

@@ -1,6 +1,6 @@
 //! The index file: one versioned, checksummed file holding everything a query needs.
 //!
-//! Layout of format version 2 (all integers little-endian):
+//! Layout of format version 3 (all integers little-endian):
 //! ```text
 //! b"NEEDLEIX" | format version u32 | header length u64 | header (postcard) |
 //! scales: chunks × f32 | codes: chunks × dim i8 |
@@ -10,16 +10,17 @@
 //! rounded, and `scale = 1 / ‖codes‖`, so the stored vector is itself L2-normalised and the
 //! cosine distance stays `1 − q·v`. Quantising is idempotent (a stored vector quantises to the
 //! same codes and scale), so an incremental build that reuses vectors writes the same bytes as
-//! a clean one. Version 1 stored `chunks × dim f32` in place of the scales and codes; this
-//! reader still reads it (tests/fixtures/compat/v1).
+//! a clean one. Version 1 stored `chunks × dim f32` in place of the scales and codes; versions
+//! 1 and 2 had no gate depth (it was 20 wherever they were searched) and no site path in the
+//! header. This reader still reads both (tests/fixtures/compat/).
 //!
 //! Invariants: the reader checks, in this order, the leading magic, the trailing magic (a
 //! missing one means a truncated file), the format version, the checksum, then the structure
 //! (counts agree, offsets lie inside their page, postings name real chunks). Readers work on
 //! byte slices, so the same code opens a file natively and bytes a browser fetched.
 
-use crate::bm25::Bm25;
-use crate::chunk::ChunkConfig;
+use crate::doc::chunk::ChunkConfig;
+use crate::query::bm25::Bm25;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -27,7 +28,7 @@ pub const MAGIC: &[u8; 8] = b"NEEDLEIX";
 pub const END_MAGIC: &[u8; 8] = b"NEEDLEND";
 /// Bump on any change to the layout or to the header's fields, and add a compat fixture
 /// (tests/fixtures/compat/README.md).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this reader still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// File name of the index inside an index folder.
@@ -45,6 +46,9 @@ pub enum IndexError {
     Checksum { file: String, stored: String, computed: String },
     #[error("{file}: malformed index: {reason}")]
     Malformed { file: String, reason: String },
+    /// The header could not be serialised (nothing was written).
+    #[error("the index could not be encoded: {reason}")]
+    Encode { reason: String },
     #[error("{file}: built with model {index_model} ({index_sha}), but the model given is {given_model} ({given_sha}); vectors of two models never mix — rebuild the index or use the model it was built with")]
     ModelMismatch { file: String, index_model: String, index_sha: String, given_model: String, given_sha: String },
     #[error("{file}: built with tokenizer {index_sha}, but the tokenizer given is {given_sha}")]
@@ -75,7 +79,13 @@ pub struct Settings {
     pub cut: f32,
     /// At most this many chunks pass the gate.
     pub max_chunks: u32,
+    /// How deep the gate walks the ranking: the same answer whatever number of hits a front end
+    /// shows (see `search::search`).
+    pub gate_depth: u32,
 }
+
+/// The gate depth of indexes written before it was stored (formats 1 and 2), and the default.
+pub const DEFAULT_GATE_DEPTH: u32 = 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -127,9 +137,43 @@ impl ChunkEntry {
 pub struct Header {
     pub stamp: Stamp,
     pub settings: Settings,
+    /// The site folder the index was built from, relative to the index's own folder and
+    /// `/`-separated (`..` for `SITE/needle`); empty when unknown (formats 1 and 2).
+    pub site: String,
     pub pages: Vec<PageEntry>,
     pub chunks: Vec<ChunkEntry>,
     pub bm25: Bm25,
+}
+
+/// The header as formats 1 and 2 wrote it.
+#[derive(Deserialize)]
+struct HeaderV2 {
+    stamp: Stamp,
+    settings: SettingsV2,
+    pages: Vec<PageEntry>,
+    chunks: Vec<ChunkEntry>,
+    bm25: Bm25,
+}
+
+#[derive(Deserialize)]
+struct SettingsV2 {
+    chunk: ChunkConfig,
+    cut: f32,
+    max_chunks: u32,
+}
+
+impl From<HeaderV2> for Header {
+    fn from(h: HeaderV2) -> Header {
+        let SettingsV2 { chunk, cut, max_chunks } = h.settings;
+        Header {
+            stamp: h.stamp,
+            settings: Settings { chunk, cut, max_chunks, gate_depth: DEFAULT_GATE_DEPTH },
+            site: String::new(),
+            pages: h.pages,
+            chunks: h.chunks,
+            bm25: h.bm25,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -150,8 +194,7 @@ impl Index {
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>, IndexError> {
-        let header =
-            postcard::to_stdvec(&self.header).map_err(|e| IndexError::Malformed { file: "(writing)".into(), reason: e.to_string() })?;
+        let header = postcard::to_stdvec(&self.header).map_err(|e| IndexError::Encode { reason: e.to_string() })?;
         let mut out = Vec::with_capacity(28 + header.len() + self.vectors.len() * 4 + 40);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -198,7 +241,12 @@ impl Index {
             .and_then(|l| l.checked_add(20))
             .filter(|&e| e <= body_end)
             .ok_or_else(|| malformed(format!("header length {header_len} runs past the end")))?;
-        let header: Header = postcard::from_bytes(&bytes[20..header_end]).map_err(|e| malformed(format!("header: {e}")))?;
+        let header_bytes = &bytes[20..header_end];
+        let header: Header = if version < 3 {
+            postcard::from_bytes::<HeaderV2>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
+        } else {
+            postcard::from_bytes(header_bytes).map_err(|e| malformed(format!("header: {e}")))?
+        };
         let raw = &bytes[header_end..body_end];
         let vectors = if version == 1 {
             if !raw.len().is_multiple_of(4) {
@@ -282,7 +330,7 @@ impl Index {
 
 /// A vector as the index stores it: int8 codes (the largest component ±127) and the scale that
 /// makes `codes × scale` unit-length. A zero (or non-finite) vector stores as zeros.
-pub fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
+pub(crate) fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
     let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
     if max == 0.0 || !max.is_finite() {
         return (0.0, vec![0; v.len()]);
@@ -294,7 +342,8 @@ pub fn quantize(v: &[f32]) -> (f32, Vec<i8>) {
 
 /// `v` as the reader will see it after a write: quantised and dequantised. The builder keeps
 /// its in-memory index in this form, so searching it equals searching the file.
-pub fn quantized(v: &[f32]) -> Vec<f32> {
+#[cfg(any(feature = "native", test))]
+pub(crate) fn quantized(v: &[f32]) -> Vec<f32> {
     let (scale, codes) = quantize(v);
     codes.iter().map(|&c| f32::from(c) * scale).collect()
 }
@@ -324,7 +373,8 @@ pub(crate) mod tests {
                     pipeline_version: 1,
                     extractor_version: 1,
                 },
-                settings: Settings { chunk: ChunkConfig::default(), cut: 0.5, max_chunks: 4 },
+                settings: Settings { chunk: ChunkConfig::default(), cut: 0.5, max_chunks: 4, gate_depth: DEFAULT_GATE_DEPTH },
+                site: "..".into(),
                 pages: vec![PageEntry {
                     path: "p.html".into(),
                     title: "T".into(),
@@ -444,12 +494,12 @@ pub(crate) mod tests {
             reseal(&mut bytes);
             if let Ok(idx) = Index::from_bytes(&bytes, "fuzz") {
                 let dim = idx.dim();
-                for mode in [crate::search::Mode::Bm25, crate::search::Mode::Dense, crate::search::Mode::Hybrid] {
-                    let opts = crate::search::SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
+                for mode in [crate::query::search::Mode::Bm25, crate::query::search::Mode::Dense, crate::query::search::Mode::Hybrid] {
+                    let opts = crate::query::search::SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
                     let q = vec![0.5f32; dim.min(4096)];
                     let qv = (q.len() == dim).then_some(q.as_slice());
-                    let r = crate::search::search(&idx, "hello world", qv, &opts);
-                    let _ = crate::cite::citations(&idx, &r);
+                    let r = crate::query::search::search(&idx, "hello world", qv, &opts);
+                    let _ = crate::query::cite::citations(&idx, &r);
                 }
             }
         }

@@ -38,15 +38,32 @@ pub fn slice_utf16(s: &str, from: usize, to: usize) -> Option<&str> {
     s.get(a..b)
 }
 
-/// Lowercases and collapses every whitespace run to one space (the matching rule of the
-/// question sets).
+/// The whitespace of canonical text: the browser's collapsing set, ASCII only (space, tab, LF,
+/// FF, CR). U+00A0 and the other Unicode spaces are ordinary characters (see `extract`).
+pub fn is_space(c: char) -> bool {
+    c.is_ascii_whitespace()
+}
+
+/// Replaces every run of [`is_space`] with one U+0020 and trims both ends: the one whitespace
+/// collapsing of canonical text, headings and the embedded header.
+pub fn collapse_spaces(s: &str) -> String {
+    join_words(s.split(is_space))
+}
+
+/// Lowercases and collapses every run of *Unicode* whitespace to one space: the matching rule
+/// of the question sets, wider than [`collapse_spaces`] on purpose (a needle typed by a person
+/// holds plain spaces where the page may have U+00A0).
 pub fn normalize_for_match(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for w in s.split_whitespace() {
+    join_words(s.split(char::is_whitespace)).to_lowercase()
+}
+
+fn join_words<'a>(words: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for w in words.filter(|w| !w.is_empty()) {
         if !out.is_empty() {
             out.push(' ');
         }
-        out.push_str(&w.to_lowercase());
+        out.push_str(w);
     }
     out
 }
@@ -54,6 +71,12 @@ pub fn normalize_for_match(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_collapsing_keeps_no_break_spaces_and_matching_does_not() {
+        assert_eq!(collapse_spaces(" a \t\n b\u{a0}c \r\x0c"), "a b\u{a0}c");
+        assert_eq!(normalize_for_match(" A \t\n B\u{a0}C "), "a b c");
+    }
 
     #[test]
     fn utf16_offsets_count_surrogate_pairs_twice() {

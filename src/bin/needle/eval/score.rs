@@ -1,17 +1,17 @@
 //! Scoring ranked results against the question set: Recall@k, MRR, destroyed questions, the
 //! refusal sweep and the choice of a cut.
 //! Invariants: recall is about the ungated ranking, the gate only decides refusals; the sweep
-//! re-gates the same stored rankings with [`crate::search::gate`], the function the product
+//! re-gates the same stored rankings with [`needle::query::search::gate`], the function the product
 //! answers with, so a cut chosen here behaves the same in `needle query`.
 
 use super::qrels::Phrasing;
 use super::stats::{self, Paired};
-use crate::search::{gate, Hit, Timings};
+use needle::query::search::{gate, Hit, Timings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// How deep the gate walks the ranking: the top of `needle search`'s default k.
-pub const GATE_DEPTH: usize = 20;
+/// How deep the gate walks the ranking (what `needle build` stores in every index).
+pub const GATE_DEPTH: usize = needle::query::index::DEFAULT_GATE_DEPTH as usize;
 
 /// One query's result under one configuration.
 #[derive(Debug, Clone, PartialEq)]

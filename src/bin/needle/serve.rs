@@ -4,6 +4,7 @@
 //! cached as immutable, everything else is revalidated; with `csp` every response carries a
 //! strict Content-Security-Policy that the widget and the engine must live with.
 
+use needle::build::bundle::is_hashed_name;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Component, Path, PathBuf};
@@ -52,13 +53,6 @@ impl Server {
         }
         Ok(())
     }
-
-    /// Answers on a background thread; returns the port.
-    pub fn spawn(self) -> u16 {
-        let port = self.port();
-        std::thread::spawn(move || self.run());
-        port
-    }
 }
 
 /// Serves `root` on 127.0.0.1:`port` until the process ends.
@@ -68,18 +62,13 @@ pub fn serve(root: &Path, port: u16, csp: bool) -> Result<(), ServeError> {
     server.run()
 }
 
-/// Binds and answers on a background thread; returns the bound port (pass 0 for any free one).
-pub fn serve_background(root: &Path, port: u16, csp: bool) -> Result<u16, ServeError> {
-    Ok(Server::bind(root, port, csp)?.spawn())
-}
-
 /// The Content-Type for a file: [`mime_type`], except that an HTML page which declares its own
 /// charset in a `<meta>` (found as the extractor finds it) is sent as plain `text/html`, so the
 /// browser decodes it by that declaration, as the extractor did; an HTTP `charset=utf-8` would
 /// override it and turn a windows-1252 page's "é" into "�" in the browser only.
 pub fn content_type(path: &Path, body: &[u8]) -> String {
     let mime = mime_type(path);
-    if mime.starts_with("text/html") && crate::extract::declared_charset(body).is_some() {
+    if mime.starts_with("text/html") && needle::doc::extract::declared_charset(body).is_some() {
         return "text/html".to_string();
     }
     mime.to_string()
@@ -105,12 +94,6 @@ pub fn mime_type(path: &Path) -> &'static str {
         Some("xml") => "application/xml",
         _ => "application/octet-stream",
     }
-}
-
-/// `name.0123456789abcdef.ext`: a content-hashed name (as the bundle writes), cacheable forever.
-pub fn is_hashed_name(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    name.split('.').any(|part| part.len() == 16 && part.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
 }
 
 fn handle(mut stream: TcpStream, root: &Path, csp: bool) -> std::io::Result<()> {
@@ -265,7 +248,9 @@ mod tests {
         std::fs::write(site.join("needle/core.0123456789abcdef.wasm"), b"\0asm").unwrap();
         std::fs::write(site.join("a b.txt"), "spaced").unwrap();
         std::fs::write(dir.path().join("secret.txt"), "no").unwrap();
-        let port = serve_background(&site, 0, true).unwrap();
+        let server = Server::bind(&site, 0, true).unwrap();
+        let port = server.port();
+        std::thread::spawn(move || server.run());
 
         std::fs::write(site.join("legacy.html"), b"<meta charset=\"windows-1252\"><p>caf\xe9</p>").unwrap();
         let (h, body) = get(port, "/");

@@ -6,7 +6,8 @@
 //! very file the index was built with (its sha256 is what the index stamps and what the
 //! browser checks); stale hashed files of earlier bundles are removed.
 
-use crate::index::{sha256_hex, Index, IndexError};
+use super::assets::{self, Asset, Engine, Www};
+use crate::query::index::{sha256_hex, Index, IndexError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -14,18 +15,19 @@ use std::path::{Path, PathBuf};
 pub const MANIFEST_VERSION: u32 = 1;
 pub const MANIFEST_FILE: &str = "manifest.json";
 
-/// The wasm-bindgen output's base name (`wasm-pack --out-name needle_core`).
-const GLUE: &str = "needle_core.js";
-const WASM: &str = "needle_core_bg.wasm";
-/// The same engine built with relaxed SIMD (`./build.sh wasm` writes both); optional in the
-/// bundle, which then offers it as the `wasmRelaxed` role and `needle.js` picks it where the
-/// browser validates relaxed SIMD.
+/// The relaxed-SIMD engine's file name: an earlier bundle's copy goes even when this binary
+/// carries none (`needle.js` picks that build where the browser validates relaxed SIMD).
 const WASM_RELAXED: &str = "needle_core_relaxed_bg.wasm";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
-    #[error("{what} not found at {path}: {hint}")]
-    Missing { what: &'static str, path: PathBuf, hint: &'static str },
+    #[error("{what} not found at {path}")]
+    Missing { what: &'static str, path: PathBuf },
+    #[error(
+        "this needle binary carries no WebAssembly engine (it was compiled before pkg/ was built); \
+         build it with `./build.sh cli`, which builds pkg/ first"
+    )]
+    NoEngine,
     #[error("{path}: {cause}")]
     Io { path: PathBuf, cause: std::io::Error },
     #[error(transparent)]
@@ -84,19 +86,8 @@ struct PageInfo<'a> {
     len: u32,
 }
 
-/// The folder with wasm-pack's output (`./build.sh wasm`): `NEEDLE_PKG_DIR`, else `pkg/` in
-/// the repository.
-pub fn pkg_dir() -> PathBuf {
-    std::env::var_os("NEEDLE_PKG_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("pkg"))
-}
-
-/// The folder with the JavaScript and CSS sources: `NEEDLE_WWW_DIR`, else `www/` in the repository.
-pub fn www_dir() -> PathBuf {
-    std::env::var_os("NEEDLE_WWW_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("www"))
-}
-
 /// `stem.<16 hex>.ext` for `name` with these contents.
-pub fn hashed_name(name: &str, bytes: &[u8]) -> String {
+pub(crate) fn hashed_name(name: &str, bytes: &[u8]) -> String {
     let hash = &sha256_hex(bytes)[..16];
     match name.rsplit_once('.') {
         Some((stem, ext)) => format!("{stem}.{hash}.{ext}"),
@@ -105,30 +96,26 @@ pub fn hashed_name(name: &str, bytes: &[u8]) -> String {
 }
 
 /// Writes the browser bundle into `out_dir`: the JavaScript API, the widget, the worker, the
-/// WebAssembly engine, the model and tokenizer, the index and `manifest.json`.
+/// WebAssembly engine (all embedded in this binary), the model and tokenizer, the index and
+/// `manifest.json`.
 pub fn write_bundle(out_dir: &Path, index_bytes: &[u8], model: &Path, tokenizer: &Path) -> Result<BundleReport, BundleError> {
-    write_bundle_from(out_dir, index_bytes, model, tokenizer, &pkg_dir(), &www_dir())
+    let engine = assets::ENGINE.ok_or(BundleError::NoEngine)?;
+    write_bundle_with(out_dir, index_bytes, model, tokenizer, &engine, &assets::WWW)
 }
 
-/// `write_bundle` with explicit `pkg/` and `www/` folders.
-pub fn write_bundle_from(
+/// `write_bundle` with the given engine and JavaScript files.
+pub(crate) fn write_bundle_with(
     out_dir: &Path,
     index_bytes: &[u8],
     model: &Path,
     tokenizer: &Path,
-    pkg: &Path,
-    www: &Path,
+    engine: &Engine,
+    www: &Www,
 ) -> Result<BundleReport, BundleError> {
     let index = Index::from_bytes(index_bytes, "index")?;
-    for (what, path, hint) in [
-        ("the WebAssembly engine", pkg.join(WASM), "run `./build.sh wasm` (or set NEEDLE_PKG_DIR)"),
-        ("the wasm-bindgen glue", pkg.join(GLUE), "run `./build.sh wasm` (or set NEEDLE_PKG_DIR)"),
-        ("the JavaScript API", www.join("needle.js"), "set NEEDLE_WWW_DIR to needle's www/ folder"),
-        ("the model", model.to_path_buf(), "run `./build.sh model`"),
-        ("the tokenizer", tokenizer.to_path_buf(), "run `./build.sh model`"),
-    ] {
+    for (what, path) in [("the model", model), ("the tokenizer", tokenizer)] {
         if !path.is_file() {
-            return Err(BundleError::Missing { what, path, hint });
+            return Err(BundleError::Missing { what, path: path.to_path_buf() });
         }
     }
     std::fs::create_dir_all(out_dir).map_err(io(out_dir))?;
@@ -146,26 +133,29 @@ pub fn write_bundle_from(
     let model_sha = sha256_hex(&model_bytes);
     let model_ext = model.extension().and_then(|e| e.to_str()).unwrap_or("onnx");
     // (role, name before hashing, bytes)
+    let embedded = |a: &Asset| (a.name.to_string(), a.bytes.to_vec());
     let mut hashed: Vec<(&str, String, Vec<u8>)> = vec![
-        ("wasm", WASM.into(), read(&pkg.join(WASM))?),
-        ("glue", GLUE.into(), read(&pkg.join(GLUE))?),
-        ("worker", "needle-worker.js".into(), read(&www.join("needle-worker.js"))?),
-        ("highlight", "highlight.js".into(), read(&www.join("highlight.js"))?),
-        ("css", "widget.css".into(), read(&www.join("widget.css"))?),
-        ("model", format!("model.{model_ext}"), model_bytes),
-        ("tokenizer", "tokenizer.json".into(), read(tokenizer)?),
-        ("index", "index.needle".into(), index_bytes.to_vec()),
-        ("pages", "pages.json".into(), pages_json),
-    ];
-    if pkg.join(WASM_RELAXED).is_file() {
-        hashed.push(("wasmRelaxed", WASM_RELAXED.into(), read(&pkg.join(WASM_RELAXED))?));
+        ("wasm", embedded(&engine.wasm)),
+        ("glue", embedded(&engine.glue)),
+        ("worker", embedded(&www.worker)),
+        ("highlight", embedded(&www.highlight)),
+        ("css", embedded(&www.css)),
+        ("model", (format!("model.{model_ext}"), model_bytes)),
+        ("tokenizer", ("tokenizer.json".into(), read(tokenizer)?)),
+        ("index", ("index.needle".into(), index_bytes.to_vec())),
+        ("pages", ("pages.json".into(), pages_json)),
+    ]
+    .into_iter()
+    .map(|(role, (name, bytes))| (role, name, bytes))
+    .collect();
+    if let Some(relaxed) = &engine.wasm_relaxed {
+        hashed.push(("wasmRelaxed", relaxed.name.into(), relaxed.bytes.to_vec()));
     }
     // Fixed names: what a site links to, and the service worker (its URL must stay put).
-    let fixed: Vec<(&str, String, Vec<u8>)> = vec![
-        ("api", "needle.js".into(), read(&www.join("needle.js"))?),
-        ("widget", "widget.js".into(), read(&www.join("widget.js"))?),
-        ("sw", "needle-sw.js".into(), read(&www.join("needle-sw.js"))?),
-    ];
+    let fixed: Vec<(&str, String, Vec<u8>)> = [("api", &www.api), ("widget", &www.widget), ("sw", &www.sw)]
+        .into_iter()
+        .map(|(role, a)| (role, a.name.to_string(), a.bytes.to_vec()))
+        .collect();
 
     let mut report = BundleReport::default();
     let mut files = std::collections::BTreeMap::new();
@@ -210,7 +200,7 @@ pub fn write_bundle_from(
         .collect();
     for entry in std::fs::read_dir(out_dir).map_err(io(out_dir))?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if keep.contains(&name) || !crate::serve::is_hashed_name(Path::new(&name)) {
+        if keep.contains(&name) || !is_hashed_name(Path::new(&name)) {
             continue;
         }
         if stems.iter().any(|s| name.starts_with(&format!("{s}."))) {
@@ -219,6 +209,12 @@ pub fn write_bundle_from(
         }
     }
     Ok(report)
+}
+
+/// `name.0123456789abcdef.ext`: a content-hashed name (as the bundle writes), cacheable forever.
+pub fn is_hashed_name(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.split('.').any(|part| part.len() == 16 && part.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BundleError> {
@@ -235,44 +231,53 @@ mod tests {
     fn hashed_names_keep_stem_and_extension() {
         let n = hashed_name("needle_core_bg.wasm", b"abc");
         assert_eq!(n, "needle_core_bg.ba7816bf8f01cfea.wasm");
-        assert!(crate::serve::is_hashed_name(Path::new(&n)));
+        assert!(is_hashed_name(Path::new(&n)));
+    }
+
+    fn engine(relaxed: bool) -> Engine {
+        Engine {
+            glue: Asset { name: "needle_core.js", bytes: b"glue" },
+            wasm: Asset { name: "needle_core_bg.wasm", bytes: b"baseline" },
+            wasm_relaxed: relaxed.then_some(Asset { name: WASM_RELAXED, bytes: b"relaxed" }),
+        }
     }
 
     #[test]
     fn the_relaxed_simd_engine_is_offered_when_built_and_dropped_when_not() {
         let dir = tempfile::tempdir().unwrap();
-        let pkg = dir.path().join("pkg");
-        std::fs::create_dir_all(&pkg).unwrap();
-        for (name, body) in [(WASM, &b"baseline"[..]), (GLUE, b"glue"), (WASM_RELAXED, b"relaxed")] {
-            std::fs::write(pkg.join(name), body).unwrap();
-        }
         let (model, tok) = (dir.path().join("m.onnx"), dir.path().join("t.json"));
         std::fs::write(&model, b"model").unwrap();
         std::fs::write(&tok, b"{}").unwrap();
         let out = dir.path().join("out");
-        let bytes = crate::index::tests::tiny().to_bytes().unwrap();
+        let bytes = crate::query::index::tests::tiny().to_bytes().unwrap();
         let manifest = || -> serde_json::Value { serde_json::from_slice(&std::fs::read(out.join(MANIFEST_FILE)).unwrap()).unwrap() };
 
-        write_bundle_from(&out, &bytes, &model, &tok, &pkg, &www_dir()).unwrap();
+        write_bundle_with(&out, &bytes, &model, &tok, &engine(true), &assets::WWW).unwrap();
         let relaxed = manifest()["files"]["wasmRelaxed"].as_str().expect("wasmRelaxed in the manifest").to_string();
         assert_eq!(relaxed, hashed_name(WASM_RELAXED, b"relaxed"));
         assert_eq!(std::fs::read(out.join(&relaxed)).unwrap(), b"relaxed");
-        assert_eq!(manifest()["files"]["wasm"].as_str(), Some(hashed_name(WASM, b"baseline").as_str()));
+        assert_eq!(manifest()["files"]["wasm"].as_str(), Some(hashed_name("needle_core_bg.wasm", b"baseline").as_str()));
+        assert_eq!(std::fs::read(out.join("widget.js")).unwrap(), assets::WWW.widget.bytes, "the embedded widget is written");
 
-        std::fs::remove_file(pkg.join(WASM_RELAXED)).unwrap();
-        let report = write_bundle_from(&out, &bytes, &model, &tok, &pkg, &www_dir()).unwrap();
+        let report = write_bundle_with(&out, &bytes, &model, &tok, &engine(false), &assets::WWW).unwrap();
         assert!(manifest()["files"].get("wasmRelaxed").is_none());
         assert_eq!(report.removed, vec![relaxed.clone()]);
         assert!(!out.join(&relaxed).exists());
     }
 
     #[test]
-    fn a_missing_engine_is_named_with_the_command_that_builds_it() {
+    fn a_missing_model_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let bytes = crate::index::tests::tiny().to_bytes().unwrap();
-        let nowhere = dir.path().join("nowhere");
-        let err =
-            write_bundle_from(&dir.path().join("out"), &bytes, Path::new("m.onnx"), Path::new("t.json"), &nowhere, &www_dir()).unwrap_err();
-        assert!(err.to_string().contains("./build.sh wasm"), "{err}");
+        let bytes = crate::query::index::tests::tiny().to_bytes().unwrap();
+        let err = write_bundle_with(
+            &dir.path().join("out"),
+            &bytes,
+            Path::new("/nowhere/m.onnx"),
+            Path::new("t.json"),
+            &engine(false),
+            &assets::WWW,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("/nowhere/m.onnx"), "{err}");
     }
 }

@@ -4,8 +4,8 @@
 //! model numbered sources without URLs, so the model can only write `[n]`, and needle attaches
 //! the documents afterwards.
 
-use crate::index::Index;
-use crate::search::SearchResult;
+use crate::query::index::Index;
+use crate::query::search::SearchResult;
 use serde::{Deserialize, Serialize};
 
 pub const INSTRUCTIONS: &str =

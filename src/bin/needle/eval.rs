@@ -1,6 +1,6 @@
 //! `needle eval`: measures retrieval on a question set without calling any language model.
 //! A question names a verbatim sentence (the needle) of the page that answers it; a hit
-//! answers when its quoted content contains the needle under [`crate::text::normalize_for_match`].
+//! answers when its quoted content contains the needle under [`needle::doc::text::normalize_for_match`].
 //! Reports Recall@k with Wilson intervals, MRR, destroyed questions, paired sign tests between
 //! configurations (`--ablate`: strategies A–F × BM25 / dense / hybrid), and the refusal sweep
 //! that picks the gate's cut (`--ood`, `--max-bluffs`).
@@ -20,7 +20,7 @@ pub mod stats;
 
 mod run;
 
-use crate::search::Mode;
+use needle::query::search::Mode;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -36,8 +36,7 @@ pub struct EvalArgs {
     #[arg(long, value_name = "OOD.jsonl")]
     pub ood: Option<PathBuf>,
     /// The site, to validate the qrels against its canonical text and to build the ablation
-    /// (default: the target if it is a site, else the index folder's parent, where
-    /// `needle build SITE` puts SITE/needle).
+    /// (default: the target if it is a site, else the site folder the index records).
     #[arg(long, value_name = "DIR")]
     pub site: Option<PathBuf>,
     /// Cut-offs for Recall@k.
@@ -104,7 +103,7 @@ pub enum EvalError {
     #[error("{file}: the question set is not valid:\n  {}", problems.join("\n  "))]
     Qrels { file: String, problems: Vec<String> },
     #[error(transparent)]
-    Needle(#[from] crate::Error),
+    Needle(#[from] needle::Error),
     #[error("{file}: {mode} R@{k} fell significantly below the baseline: {wins} wins, {losses} losses, sign test p = {p:.4}")]
     Regression { file: String, mode: &'static str, k: usize, wins: usize, losses: usize, p: f64 },
 }
@@ -115,7 +114,7 @@ impl EvalError {
     }
 }
 
-/// Runs `needle eval` as the command line asked.
-pub fn run_cli(args: EvalArgs) -> Result<(), EvalError> {
-    run::run_cli(args)
+/// Runs `needle eval` as the command line asked, with the model in `files`.
+pub fn run_cli(args: EvalArgs, files: needle::model::ModelFiles) -> Result<(), EvalError> {
+    run::run_cli(args, files)
 }

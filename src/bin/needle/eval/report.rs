@@ -8,7 +8,7 @@ use super::plot::{self, Marker};
 use super::qrels::Phrasing;
 use super::score::{self, BaselineComparison, QueryRun, Summaries, Summary, SweepRow};
 use super::stats::{self, Paired};
-use crate::search::Mode;
+use needle::query::search::Mode;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -511,7 +511,7 @@ impl Outcome {
 
     fn markdown_ablation(&self, md: &mut String) {
         let _ = writeln!(md, "## Ablation: chunking strategies × retrievers\n");
-        let c = crate::chunk::ChunkConfig::default();
+        let c = needle::doc::chunk::ChunkConfig::default();
         let _ = writeln!(
             md,
             "A: blind cuts every {t} characters; B = A + the previous chunk's last {o} characters; C: the page's blocks packed up \

@@ -105,7 +105,7 @@ use encoding_rs::Encoding;
 use globset::{GlobBuilder, GlobMatcher};
 use scraper::{ElementRef, Html, Node, Selector};
 
-use crate::text::{Block, BlockKind, Document};
+use crate::doc::text::{collapse_spaces, Block, BlockKind, Document};
 
 /// Version of the rule above and of the chrome lists. Bump whenever any change could alter a
 /// page's canonical text: an index built by another extractor is rebuilt, never mixed.
@@ -113,6 +113,12 @@ use crate::text::{Block, BlockKind, Document};
 /// TOC (just-the-docs), Starlight's page footer and VitePress's code language badge are chrome;
 /// block elements inside `<pre>` end lines (Expressive Code's line `<div>`s).
 pub const EXTRACTOR_VERSION: u32 = 2;
+
+/// `index.html` at any depth: a folder's landing page, which generators often fill with a copy
+/// of another page (mdBook's is its first chapter), so that other page keeps the name.
+pub fn is_index_page(path: &str) -> bool {
+    path == "index.html" || path.ends_with("/index.html")
+}
 
 /// How many leading bytes of an HTML file are searched for a charset declaration. The HTML
 /// standard's prescan looks at 1024; some generators put a long comment or many `<link>`s
@@ -684,7 +690,7 @@ fn parse_user_selector(path: &str, selector: &str) -> Result<Selector, ExtractEr
 }
 
 /// Extracts an HTML page given as text (rule steps 1–9).
-pub fn extract_html(rel_path: &str, html: &str, opts: &ExtractOptions) -> Result<Extracted, ExtractError> {
+pub(crate) fn extract_html(rel_path: &str, html: &str, opts: &ExtractOptions) -> Result<Extracted, ExtractError> {
     let doc = Html::parse_document(html);
     if let Some(target) = redirect_target(&doc) {
         return Ok(Extracted::Skipped(format!("redirect stub (meta refresh to {target})")));
@@ -702,7 +708,7 @@ pub fn extract_html(rel_path: &str, html: &str, opts: &ExtractOptions) -> Result
             None => return Ok(Extracted::Skipped("no content root (not even a <body>)".into())),
         },
     };
-    let head_title = doc.select(&HEAD_TITLE).next().map(|t| collapse(&t.text().collect::<String>()));
+    let head_title = doc.select(&HEAD_TITLE).next().map(|t| collapse_spaces(&t.text().collect::<String>()));
     Ok(finish(rel_path, root, head_title))
 }
 
@@ -770,18 +776,6 @@ fn heading_level(name: &str) -> Option<u8> {
         "h6" => Some(6),
         _ => None,
     }
-}
-
-/// Collapses every run of the browser's whitespace set to one space and trims it (step 6).
-fn collapse(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for word in s.split(|c: char| c.is_ascii_whitespace()).filter(|w| !w.is_empty()) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out
 }
 
 /// Accumulates pieces into the canonical text (steps 3–8).
@@ -865,7 +859,9 @@ impl Builder {
         let lines = std::mem::replace(&mut self.lines, vec![String::new()]);
         let piece = match mode {
             Mode::Code => lines.concat().trim_matches(|c: char| c.is_ascii_whitespace()).to_string(),
-            Mode::Text | Mode::Heading(_) => lines.iter().map(|l| collapse(l)).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n"),
+            Mode::Text | Mode::Heading(_) => {
+                lines.iter().map(|l| collapse_spaces(l)).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n")
+            }
         };
         if piece.is_empty() {
             return;
@@ -960,7 +956,7 @@ fn extract_text(rel_path: &str, source: &str) -> Extracted {
     let mut blocks = Vec::new();
     let mut paragraph = String::new();
     let emit = |paragraph: &mut String, text: &mut String, blocks: &mut Vec<Block>| {
-        let piece = collapse(paragraph);
+        let piece = collapse_spaces(paragraph);
         paragraph.clear();
         if piece.is_empty() {
             return;

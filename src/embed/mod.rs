@@ -7,6 +7,7 @@
 //! run: the graph has no attention mask, so texts are never padded or batched together
 //! (batch 1 was also the fastest per text on tract).
 
+use crate::query::index::ModelStamp;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use tract_onnx::prelude::*;
 
@@ -15,8 +16,14 @@ mod softmax;
 
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 pub const DIM: usize = 384;
-/// The encoder's window in word-pieces, [CLS] and [SEP] included.
+/// The encoder's window in word-pieces, `[CLS]` and `[SEP]` included.
 pub const MAX_TOKENS: usize = 256;
+
+/// What an index records of this model, given the sha256 (hex) of the ONNX file and of
+/// `tokenizer.json`: the one place a [`ModelStamp`] is made.
+pub fn model_stamp(model_sha256: String, tokenizer_sha256: String) -> ModelStamp {
+    ModelStamp { name: MODEL_NAME.to_string(), dim: DIM as u32, model_sha256, tokenizer_sha256 }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
@@ -29,8 +36,10 @@ pub enum EmbedError {
     Input(String),
 }
 
+/// `{:#}`: tract's errors are anyhow chains, and the alternate form keeps every cause
+/// ("running: Evaluating #12 Gather: index out of bounds"), not only the outermost one.
 fn model_err(context: &str, e: impl std::fmt::Display) -> EmbedError {
-    EmbedError::Model(format!("{context}: {e}"))
+    EmbedError::Model(format!("{context}: {e:#}"))
 }
 
 type Plan = TypedRunnableModel;
@@ -105,14 +114,14 @@ impl Embedder {
         Ok(emb)
     }
 
-    /// Number of word-pieces the model sees for `text`, [CLS] and [SEP] included, before
+    /// Number of word-pieces the model sees for `text`, `[CLS]` and `[SEP]` included, before
     /// truncation.
     pub fn token_count(&self, text: &str) -> Result<usize, EmbedError> {
         let enc = self.counter.encode_fast(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         Ok(enc.len())
     }
 
-    /// The token ids the model sees for `text`: [CLS], word-pieces, [SEP], at most `MAX_TOKENS`.
+    /// The token ids the model sees for `text`: `[CLS]`, word-pieces, `[SEP]`, at most `MAX_TOKENS`.
     pub fn tokenize(&self, text: &str) -> Result<Vec<i64>, EmbedError> {
         let enc = self.tokenizer.encode_fast(text, true).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         Ok(enc.get_ids().iter().map(|&id| i64::from(id)).collect())
@@ -139,59 +148,12 @@ impl Embedder {
         let v = first.to_plain_array_view::<f32>().map_err(|e| model_err("output", e))?;
         Ok(v.iter().copied().collect())
     }
-
-    /// Embeddings of several texts, one model run each (the graph takes one text per run).
-    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        texts.iter().map(|t| self.embed(t)).collect()
-    }
-}
-
-/// Cosine distance `1 − a·b` of two L2-normalised vectors (0 = same direction, 2 = opposite).
-pub fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
-    1.0 - dot(a, b)
-}
-
-/// Dot product (the cosine similarity of normalised vectors), over the shorter of the two.
-/// Eight independent partial sums, so the compiler vectorises it (SSE/AVX natively, simd128 in
-/// WebAssembly); a single running sum would be a serial chain of float adds. The summation
-/// order is fixed, so every platform gets the same bits.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 8;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0f32; LANES];
-    let (mut ca, mut cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        for i in 0..LANES {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cosine_distance_of_normalised_vectors() {
-        let a = [0.6, 0.8];
-        assert!(cosine_distance(&a, &a).abs() < 1e-6);
-        assert!((cosine_distance(&a, &[-0.6, -0.8]) - 2.0).abs() < 1e-6);
-        assert!((cosine_distance(&[1.0, 0.0], &[0.0, 1.0]) - 1.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn dot_matches_a_plain_sum_for_every_length() {
-        for n in 0..40 {
-            let a: Vec<f32> = (0..n).map(|i| ((i * 7 % 11) as f32 - 5.0) / 8.0).collect();
-            let b: Vec<f32> = (0..n).map(|i| ((i * 3 % 13) as f32 - 6.0) / 4.0).collect();
-            let plain: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
-            assert!((f64::from(dot(&a, &b)) - plain).abs() < 1e-5, "n = {n}");
-        }
-        assert_eq!(dot(&[1.0, 2.0, 3.0], &[4.0]), 4.0, "the shorter length counts");
-    }
+    use crate::query::search::cosine_distance;
 
     /// tract's own plan for the shipped model, none of needle's ops in it.
     fn plain_tract_plan(model: &[u8]) -> Arc<Plan> {

@@ -11,12 +11,15 @@
 //! report says why. Reused vectors are bit-identical to what a clean build computes (one
 //! chunk per tract run, so no batch effects), which the tests check.
 
-use crate::chunk::{self, ChunkConfig};
+pub(crate) mod assets;
+pub mod bundle;
+
+use crate::doc::chunk::{self, ChunkConfig};
+use crate::doc::extract::{self, ExtractOptions, Extracted};
+use crate::doc::text::{utf16_len, Document};
 use crate::embed::Embedder;
-use crate::extract::{self, ExtractOptions, Extracted};
-use crate::index::{self, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp};
 use crate::model::ModelFiles;
-use crate::text::{utf16_len, Document};
+use crate::query::index::{self, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp, DEFAULT_GATE_DEPTH};
 use crate::Error;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -63,7 +66,7 @@ pub struct BuildReport {
     pub skipped: Vec<(String, String)>,
     pub chunks: usize,
     pub split_for_window: usize,
-    /// Word-pieces embedded, [CLS]/[SEP] included, and how many of them were header.
+    /// Word-pieces embedded, `[CLS]`/`[SEP]` included, and how many of them were header.
     pub embedded_tokens: usize,
     pub header_tokens: usize,
     pub seconds: f64,
@@ -206,10 +209,75 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
             None
         }
     };
+    let mut pages = read_pages(site, opts, &mut report)?;
+    // Unchanged pages keep their chunks and vectors.
+    if let Some(prev) = &previous {
+        for page in pages.iter_mut().filter(|p| p.doc.is_some()) {
+            page.reuse = prev.matching(&page.entry);
+        }
+    }
+    // One optimised tract plan, loaded once and shared by every pool thread; each run has its
+    // own state, so threads never wait on each other. Measured against one plan per thread on
+    // the fixture (2 threads): the same speed, 183 MB peak RSS instead of 299 MB. Chunking needs
+    // its tokenizer too (the window check).
+    let embedder = model.embedder()?;
+    let planned = plan_chunks(&mut pages, &embedder, opts, &mut report);
+    let embedded = embed_chunks(&planned, &embedder, opts, &mut report)?;
+    let (chunks, vectors) = assemble(&mut pages, planned, embedded, previous.as_ref(), &mut report);
+
+    let mut entries: Vec<PageEntry> = pages.into_iter().map(|p| p.entry).collect();
+    report.pages_ok = entries.iter().filter(|p| p.status == PageStatus::Ok).count();
+    report.chunks = chunks.len();
+    report.embedded_chunks = report.chunks - report.reused_chunks;
+    // Skipped pages close the list (they own no chunks), so `needle status` shows them too.
+    report.skipped.sort();
+    let listed: std::collections::HashSet<String> = entries.iter().map(|p| p.path.clone()).collect();
+    let skipped: Vec<PageEntry> = report
+        .skipped
+        .iter()
+        .filter(|(path, _)| !listed.contains(path))
+        .map(|(path, reason)| skipped_page(path.clone(), reason.clone()))
+        .collect();
+    entries.extend(skipped);
+
+    let texts: Vec<String> = chunks.iter().map(ChunkEntry::embedded_text).collect();
+    let bm25 = crate::query::bm25::Bm25::build(texts.iter().map(String::as_str));
+    let index = Index {
+        header: Header {
+            stamp,
+            settings: Settings { chunk: opts.chunk.clone(), cut: opts.cut, max_chunks: opts.max_chunks, gate_depth: DEFAULT_GATE_DEPTH },
+            site: String::new(),
+            pages: entries,
+            chunks,
+            bm25,
+        },
+        vectors,
+    };
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok((index, report))
+}
+
+/// A page on its way into the index: what the index will say of it, its text while it has
+/// one, and the previous index's page it takes its chunks from when unchanged.
+struct Page {
+    entry: PageEntry,
+    doc: Option<Document>,
+    reuse: Option<usize>,
+}
+
+impl Page {
+    fn failed(path: String, reason: String) -> Page {
+        Page { entry: failed_page(path, reason), doc: None, reuse: None }
+    }
+}
+
+/// Discovers and extracts the site's pages (in parallel, order kept); unreadable and broken
+/// pages are `failed`, excluded and empty ones `skipped`, and a page with the same text as an
+/// earlier one is skipped in its favour (mdBook's `index.html` copies the first chapter: the
+/// chapter keeps its own name).
+fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Result<Vec<Page>, Error> {
     let discovered = extract::discover(site, &opts.extract)?;
     report.skipped.extend(discovered.excluded.iter().cloned());
-
-    // Extraction is I/O plus parsing: parallel, order kept.
     let extracted: Vec<(String, Result<Extracted, String>)> = discovered
         .files
         .par_iter()
@@ -221,68 +289,48 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         })
         .collect();
 
-    let mut pages: Vec<PageEntry> = Vec::new();
-    let mut docs: Vec<Option<Document>> = Vec::new();
+    let mut pages: Vec<Page> = Vec::new();
     for (path, reason) in &discovered.unreadable {
         report.failed.push((path.clone(), reason.clone()));
-        pages.push(failed_page(path.clone(), reason.clone()));
-        docs.push(None);
+        pages.push(Page::failed(path.clone(), reason.clone()));
     }
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (path, res) in extracted {
         match res {
             Err(reason) => {
                 report.failed.push((path.clone(), reason.clone()));
-                pages.push(failed_page(path, reason));
-                docs.push(None);
+                pages.push(Page::failed(path, reason));
             }
             Ok(Extracted::Skipped(reason)) => report.skipped.push((path, reason)),
             Ok(Extracted::Page(doc)) => {
                 let hash = index::sha256_hex(doc.text.as_bytes());
                 if let Some(&first) = seen.get(&hash) {
-                    // mdBook's index.html copies the first chapter: keep the chapter's own name.
-                    let keep_new = is_index_page(&pages[first].path) && !is_index_page(&doc.path);
-                    if keep_new {
-                        let old = std::mem::replace(&mut pages[first], ok_page(&doc, hash.clone()));
+                    let kept = &mut pages[first];
+                    if extract::is_index_page(&kept.entry.path) && !extract::is_index_page(&doc.path) {
+                        let old = std::mem::replace(&mut kept.entry, ok_page(&doc, hash.clone()));
                         report.skipped.push((old.path, format!("same text as {}", doc.path)));
-                        docs[first] = Some(doc);
+                        kept.doc = Some(doc);
                     } else {
-                        report.skipped.push((doc.path.clone(), format!("same text as {}", pages[first].path)));
+                        report.skipped.push((doc.path.clone(), format!("same text as {}", kept.entry.path)));
                     }
                     continue;
                 }
                 seen.insert(hash.clone(), pages.len());
-                pages.push(ok_page(&doc, hash));
-                docs.push(Some(doc));
+                pages.push(Page { entry: ok_page(&doc, hash), doc: Some(doc), reuse: None });
             }
         }
     }
+    Ok(pages)
+}
 
-    // Unchanged pages keep their chunks and vectors.
-    let reuse: Vec<Option<usize>> =
-        pages.iter().zip(&docs).map(|(page, doc)| doc.as_ref().and(previous.as_ref()).and_then(|prev| prev.matching(page))).collect();
-
-    // Chunking needs the tokenizer (window check); the one embedder does it all.
-    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads).max(1);
-    report.threads = threads;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| crate::embed::EmbedError::Model(format!("thread pool: {e}")))?;
-    // One optimised tract plan, loaded once and shared by every pool thread; each run has its
-    // own state, so threads never wait on each other. Measured against one plan per thread on
-    // the fixture (2 threads): the same speed, 183 MB peak RSS instead of 299 MB.
-    let embedder = model.embedder()?;
-    let counter = &embedder;
-
+/// Chunks every page that is not reused. A page the tokenizer fails on is `failed`; one with
+/// no text outside headings (nothing a citation could quote) is `skipped`.
+fn plan_chunks(pages: &mut [Page], embedder: &Embedder, opts: &BuildOptions, report: &mut BuildReport) -> Vec<PlannedChunk> {
     let mut planned: Vec<PlannedChunk> = Vec::new();
-    for (p, doc) in docs.iter().enumerate() {
-        let Some(doc) = doc else { continue };
-        if reuse[p].is_some() {
-            continue;
-        }
+    for (p, page) in pages.iter_mut().enumerate() {
+        let Some(doc) = page.doc.as_ref().filter(|_| page.reuse.is_none()) else { continue };
         let mut failure = None;
-        let mut count = |s: &str| match counter.token_count(s) {
+        let mut count = |s: &str| match embedder.token_count(s) {
             Ok(n) => n,
             Err(e) => {
                 failure.get_or_insert_with(|| e.to_string());
@@ -291,37 +339,53 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         };
         let (chunks, stats) = chunk::chunk_document(doc, &opts.chunk, &mut count);
         if let Some(reason) = failure {
-            mark_failed(&mut pages[p], &mut report, format!("tokenizer: {reason}"));
+            mark_failed(&mut page.entry, report, format!("tokenizer: {reason}"));
             continue;
         }
         if chunks.is_empty() {
-            // Only headings: nothing a citation could quote.
             let reason = "no text outside headings".to_string();
-            report.skipped.push((pages[p].path.clone(), reason.clone()));
-            pages[p].status = PageStatus::Skipped { reason };
+            report.skipped.push((page.entry.path.clone(), reason.clone()));
+            page.entry.status = PageStatus::Skipped { reason };
             continue;
         }
         report.split_for_window += stats.split_for_window;
         planned.extend(chunks.into_iter().map(|chunk| PlannedChunk { page: p, chunk }));
     }
+    planned
+}
 
+/// One embedded chunk: its vector, its word-pieces and how many of them the header took.
+type Embedded = Result<(Vec<f32>, usize, usize), String>;
+
+/// Embeds the planned chunks on `opts.threads` threads (all cores by default), in order.
+fn embed_chunks(
+    planned: &[PlannedChunk],
+    embedder: &Embedder,
+    opts: &BuildOptions,
+    report: &mut BuildReport,
+) -> Result<Vec<Embedded>, Error> {
+    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads).max(1);
+    report.threads = threads;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| crate::embed::EmbedError::Model(format!("thread pool: {e}")))?;
     let bar = progress_bar(opts.progress, planned.len());
     let embed_start = Instant::now();
-    let embedded: Vec<Result<(Vec<f32>, usize, usize), String>> = pool.install(|| {
+    let embedded: Vec<Embedded> = pool.install(|| {
         planned
             .par_iter()
             .map(|pc| {
-                let emb = &embedder;
                 // The chunker kept every text inside the window, so nothing here is truncated.
-                let ids = emb.tokenize(&pc.chunk.text).map_err(|e| e.to_string())?;
+                let ids = embedder.tokenize(&pc.chunk.text).map_err(|e| e.to_string())?;
                 let tokens = ids.len();
                 let header_tokens = if pc.chunk.header_len == 0 {
                     0
                 } else {
                     // The header's own pieces, without its [CLS]/[SEP].
-                    emb.token_count(&pc.chunk.text[..pc.chunk.header_len]).map_err(|e| e.to_string())?.saturating_sub(2)
+                    embedder.token_count(&pc.chunk.text[..pc.chunk.header_len]).map_err(|e| e.to_string())?.saturating_sub(2)
                 };
-                let v = emb.embed_ids(&ids).map_err(|e| e.to_string())?;
+                let v = embedder.embed_ids(&ids).map_err(|e| e.to_string())?;
                 if let Some(b) = &bar {
                     b.inc(1);
                 }
@@ -333,21 +397,30 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         b.finish_and_clear();
     }
     report.embed_seconds = embed_start.elapsed().as_secs_f64();
+    Ok(embedded)
+}
 
-    // A page with any chunk that failed to embed fails whole: half a page would answer wrongly.
+/// The index's chunks and vectors, page by page in page order: reused pages copy their old
+/// chunks and vectors, the others take what was embedded. A page with any chunk that failed to
+/// embed fails whole: half a page would answer wrongly.
+fn assemble(
+    pages: &mut [Page],
+    planned: Vec<PlannedChunk>,
+    embedded: Vec<Embedded>,
+    previous: Option<&Previous<'_>>,
+    report: &mut BuildReport,
+) -> (Vec<ChunkEntry>, Vec<f32>) {
     for (pc, res) in planned.iter().zip(&embedded) {
         if let Err(reason) = res {
-            if pages[pc.page].status == PageStatus::Ok {
-                mark_failed(&mut pages[pc.page], &mut report, format!("embedding: {reason}"));
+            if pages[pc.page].entry.status == PageStatus::Ok {
+                mark_failed(&mut pages[pc.page].entry, report, format!("embedding: {reason}"));
             }
         }
     }
-
-    // Assemble page by page, in page order: reused pages copy their old chunks and vectors.
     let mut fresh: Vec<Vec<(ChunkEntry, Vec<f32>)>> = vec![Vec::new(); pages.len()];
     for (pc, res) in planned.into_iter().zip(embedded) {
         let Ok((v, tokens, header_tokens)) = res else { continue };
-        if pages[pc.page].status != PageStatus::Ok {
+        if pages[pc.page].entry.status != PageStatus::Ok {
             continue;
         }
         report.embedded_tokens += tokens;
@@ -366,11 +439,11 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
     }
     let mut chunks = Vec::new();
     let mut vectors = Vec::new();
-    for (p, page_chunks) in fresh.into_iter().enumerate() {
-        if pages[p].status != PageStatus::Ok {
+    for (p, (page, page_chunks)) in pages.iter_mut().zip(fresh).enumerate() {
+        if page.entry.status != PageStatus::Ok {
             continue;
         }
-        if let (Some(old), Some(prev)) = (reuse[p], previous.as_ref()) {
+        if let (Some(old), Some(prev)) = (page.reuse, previous) {
             for i in prev.chunks[old].clone() {
                 let mut entry = prev.index.header.chunks[i].clone();
                 entry.page = p as u32;
@@ -379,7 +452,7 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
                 // computes (quantising is idempotent on already stored ones).
                 vectors.extend(index::quantized(prev.index.vector(i)));
             }
-            pages[p].chunk_count = prev.chunks[old].len() as u32;
+            page.entry.chunk_count = prev.chunks[old].len() as u32;
             report.reused_pages += 1;
             report.reused_chunks += prev.chunks[old].len();
             continue;
@@ -387,38 +460,10 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         for (entry, v) in page_chunks {
             chunks.push(entry);
             vectors.extend_from_slice(&v);
-            pages[p].chunk_count += 1;
+            page.entry.chunk_count += 1;
         }
     }
-    report.pages_ok = pages.iter().filter(|p| p.status == PageStatus::Ok).count();
-    report.chunks = chunks.len();
-    report.embedded_chunks = report.chunks - report.reused_chunks;
-
-    // Skipped pages close the list (they own no chunks), so `needle status` shows them too.
-    report.skipped.sort();
-    let listed: std::collections::HashSet<String> = pages.iter().map(|p| p.path.clone()).collect();
-    let skipped: Vec<PageEntry> = report
-        .skipped
-        .iter()
-        .filter(|(path, _)| !listed.contains(path))
-        .map(|(path, reason)| skipped_page(path.clone(), reason.clone()))
-        .collect();
-    pages.extend(skipped);
-
-    let texts: Vec<String> = chunks.iter().map(ChunkEntry::embedded_text).collect();
-    let bm25 = crate::bm25::Bm25::build(texts.iter().map(String::as_str));
-    let index = Index {
-        header: Header {
-            stamp,
-            settings: Settings { chunk: opts.chunk.clone(), cut: opts.cut, max_chunks: opts.max_chunks },
-            pages,
-            chunks,
-            bm25,
-        },
-        vectors,
-    };
-    report.seconds = start.elapsed().as_secs_f64();
-    Ok((index, report))
+    (chunks, vectors)
 }
 
 /// Builds and writes `out_dir/index.needle` atomically (write then rename), so a failed build
@@ -439,17 +484,31 @@ pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptio
     } else {
         None
     };
-    let (index, mut report) = build_index(site, model, opts, previous.as_ref())?;
+    let (mut index, mut report) = build_index(site, model, opts, previous.as_ref())?;
     if unreadable.is_some() {
         report.full_rebuild_reason = unreadable;
     }
+    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
+    index.header.site = relative_path(out_dir, site).unwrap_or_default();
     let bytes = index.to_bytes()?;
     report.index_bytes = bytes.len();
-    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
     let tmp = out_dir.join(format!("{}.tmp", index::INDEX_FILE));
     std::fs::write(&tmp, &bytes).map_err(|e| Error::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
     Ok((bytes, report))
+}
+
+/// `to` relative to the folder `from`, `/`-separated (`..` for a site's `needle/` folder):
+/// what the index records so `needle eval INDEX` finds the site wherever the index was put.
+/// `None` when either cannot be resolved.
+fn relative_path(from: &Path, to: &Path) -> Option<String> {
+    let (from, to) = (from.canonicalize().ok()?, to.canonicalize().ok()?);
+    let (a, b): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let parts: Vec<String> = std::iter::repeat_n("..".to_string(), a.len() - common)
+        .chain(b[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()))
+        .collect();
+    Some(if parts.is_empty() { ".".into() } else { parts.join("/") })
 }
 
 /// Reads `dir/index.needle` (or the file itself if `path` is a file).
@@ -502,10 +561,6 @@ fn mark_failed(page: &mut PageEntry, report: &mut BuildReport, reason: String) {
     page.status = PageStatus::Failed { reason };
 }
 
-fn is_index_page(path: &str) -> bool {
-    path == "index.html" || path.ends_with("/index.html")
-}
-
 fn progress_bar(enabled: bool, len: usize) -> Option<indicatif::ProgressBar> {
     if !enabled {
         return None;
@@ -515,4 +570,22 @@ fn progress_bar(enabled: bool, len: usize) -> Option<indicatif::ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_site_is_recorded_relative_to_the_index_folder() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (site, elsewhere) = (tmp.path().join("site"), tmp.path().join("out/idx"));
+        for d in [site.join("needle"), elsewhere.clone()] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        assert_eq!(relative_path(&site.join("needle"), &site).as_deref(), Some(".."));
+        assert_eq!(relative_path(&elsewhere, &site).as_deref(), Some("../../site"));
+        assert_eq!(relative_path(&site, &site).as_deref(), Some("."));
+        assert_eq!(relative_path(&tmp.path().join("missing"), &site), None);
+    }
 }

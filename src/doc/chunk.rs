@@ -30,7 +30,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::text::{self, Block, BlockKind, Document};
+use crate::doc::text::{self, Block, BlockKind, Document};
 
 /// How a page is cut into chunks. See the module documentation; E is the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -121,7 +121,7 @@ pub struct ChunkConfig {
     pub target_chars: usize,
     /// Characters of the previous chunk repeated at the start of the next (B, D, F).
     pub overlap_chars: usize,
-    /// The encoder window in word-pieces, [CLS] and [SEP] included. Hard limit.
+    /// The encoder window in word-pieces, `[CLS]` and `[SEP]` included. Hard limit.
     pub max_tokens: usize,
 }
 
@@ -186,8 +186,8 @@ impl AddAssign for ChunkStats {
 /// (`[{section}]` when the title is empty, `""` when both are). Whitespace runs collapse to
 /// one space so a header is always one line.
 pub fn header(title: &str, section: &str) -> String {
-    let title = collapse_ws(title);
-    let mut section = collapse_ws(section);
+    let title = text::collapse_spaces(title);
+    let mut section = text::collapse_spaces(section);
     // The title is usually the page's h1, which also opens every section path: say it once.
     if !title.is_empty() {
         if section == title {
@@ -205,7 +205,7 @@ pub fn header(title: &str, section: &str) -> String {
 }
 
 /// Cuts a document into chunks. `count_tokens` returns the word-piece count of a text as the
-/// encoder sees it, [CLS] and [SEP] included. Total: never panics on malformed blocks (they
+/// encoder sees it, `[CLS]` and `[SEP]` included. Total: never panics on malformed blocks (they
 /// are clamped to the text and to char boundaries; a document with no blocks is treated as one
 /// text block).
 pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn FnMut(&str) -> usize) -> (Vec<Chunk>, ChunkStats) {
@@ -750,11 +750,7 @@ fn embed_text(header: &str, content: &str) -> String {
 }
 
 fn join_section(section: &[String]) -> String {
-    section.iter().map(|s| collapse_ws(s)).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" > ")
-}
-
-fn collapse_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    section.iter().map(|s| text::collapse_spaces(s)).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" > ")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -808,7 +804,7 @@ impl<'a> Utf16Cursor<'a> {
 #[cfg(any(test, feature = "invariants"))]
 pub mod invariants {
     use super::{Chunk, ChunkConfig, ChunkStats, Strategy};
-    use crate::text::{self, Block, BlockKind::Heading, Document};
+    use crate::doc::text::{self, Block, BlockKind::Heading, Document};
 
     fn block_at(d: &Document, pos: usize) -> Option<(usize, &Block)> {
         d.blocks.iter().enumerate().find(|(_, b)| b.start <= pos && pos < b.end)
@@ -949,11 +945,11 @@ pub mod invariants {
 mod tests {
     use super::invariants::check;
     use super::{chunk_document, header, Chunk, ChunkConfig, ChunkError, ChunkStats, Strategy};
-    use crate::text::{self, Block, BlockKind, Document};
+    use crate::doc::text::{self, Block, BlockKind, Document};
 
     use BlockKind::{Code, Heading, Text};
 
-    /// Deterministic stand-in for the tokenizer: roughly two chars per piece, plus [CLS]/[SEP].
+    /// Deterministic stand-in for the tokenizer: roughly two chars per piece, plus `[CLS]`/`[SEP]`.
     fn fake(s: &str) -> usize {
         s.chars().count() / 2 + 2
     }
