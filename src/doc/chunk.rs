@@ -210,15 +210,27 @@ pub fn header(title: &str, section: &str) -> String {
 /// text block).
 pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn FnMut(&str) -> usize) -> (Vec<Chunk>, ChunkStats) {
     let layout = Layout::new(doc);
-    let text = layout.text;
     let target = cfg.target_chars.max(1);
-    let max_tokens = cfg.max_tokens;
     let mut stats = ChunkStats::default();
-
     // Phase 1: pieces of at most `target` characters (A/B: blind, so exactly that many).
     let pieces = if cfg.strategy.structured() { packed_pieces(&layout, target) } else { blind_pieces(&layout, target) };
+    let cores = window_cores(&layout, &doc.title, pieces, cfg, count_tokens, &mut stats);
+    let chunks = overlap_and_cite(layout.text, cores, cfg, count_tokens);
+    stats.chunks = chunks.len();
+    (chunks, stats)
+}
 
-    // Phase 2: the encoder window.
+/// Phase 2, the encoder window: each piece with its header (contextual strategies; one per
+/// section, at most half the window), split again where header + content exceed the window.
+fn window_cores(
+    layout: &Layout<'_>,
+    title: &str,
+    pieces: Vec<Piece>,
+    cfg: &ChunkConfig,
+    count_tokens: &mut dyn FnMut(&str) -> usize,
+    stats: &mut ChunkStats,
+) -> Vec<Core> {
+    let (text, max_tokens) = (layout.text, cfg.max_tokens);
     let mut headers: HashMap<String, String> = HashMap::new();
     let mut cores: Vec<Core> = Vec::with_capacity(pieces.len());
     for piece in pieces {
@@ -228,7 +240,7 @@ pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn 
             match headers.get(&section) {
                 Some(h) => h.clone(),
                 None => {
-                    let h = fitted_header(&doc.title, &section, max_tokens / 2, count_tokens);
+                    let h = fitted_header(title, &section, max_tokens / 2, count_tokens);
                     headers.insert(section.clone(), h.clone());
                     h
                 }
@@ -243,13 +255,17 @@ pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn 
         }
         stats.split_for_window += 1;
         let mut parts = Vec::new();
-        split(&layout, piece.start, piece.end, &WINDOW_LEVELS, true, &|_, end| end, &mut fits, &mut parts, &mut stats.dropped_chars);
+        split(layout, piece.start, piece.end, &WINDOW_LEVELS, true, &|_, end| end, &mut fits, &mut parts, &mut stats.dropped_chars);
         for (i, (a, b)) in parts.into_iter().enumerate() {
             cores.push(Core { start: a, end: b, group_start: piece.group_start && i == 0, section: section.clone(), header: hdr.clone() });
         }
     }
+    cores
+}
 
-    // Phase 3: overlap, offsets, texts.
+/// Phase 3: the overlap (B, D, F), then each chunk's content found in `text` and its UTF-16
+/// offsets, and the text to embed.
+fn overlap_and_cite(text: &str, cores: Vec<Core>, cfg: &ChunkConfig, count_tokens: &mut dyn FnMut(&str) -> usize) -> Vec<Chunk> {
     let rule = if cfg.overlap_chars > 0 { cfg.strategy.overlap() } else { None };
     let mut chunks = Vec::with_capacity(cores.len());
     let mut prev: Option<(usize, usize)> = None;
@@ -262,7 +278,7 @@ pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn 
             // front of a heading would only blur the chunk.
             if !(rule == OverlapRule::Words && core.group_start) {
                 let hdr = &core.header;
-                let mut fits = |a: usize| count_tokens(&embed_text(hdr, &text[a..core.end])) <= max_tokens;
+                let mut fits = |a: usize| count_tokens(&embed_text(hdr, &text[a..core.end])) <= cfg.max_tokens;
                 start = overlap_start(text, rule, pf, pt, core.start, cfg.overlap_chars, &mut fits);
             }
         }
@@ -282,8 +298,7 @@ pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn 
         });
         prev = Some((start, core.end));
     }
-    stats.chunks = chunks.len();
-    (chunks, stats)
+    chunks
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -301,9 +301,19 @@ impl Outcome {
         format!("{:.3} [{:.2}–{:.2}]", s.recall_at(k), lo, hi)
     }
 
-    /// The readable terminal summary.
+    /// The readable terminal summary: recall, the refusal sweep, cost and time, the ablation
+    /// and the baseline comparison, each written by its own part.
     pub fn to_terminal(&self) -> String {
         let mut t = String::new();
+        self.recall_to_terminal(&mut t);
+        self.sweep_to_terminal(&mut t);
+        self.cost_to_terminal(&mut t);
+        self.ablation_to_terminal(&mut t);
+        self.baseline_to_terminal(&mut t);
+        t
+    }
+
+    fn recall_to_terminal(&self, t: &mut String) {
         let m = &self.main;
         let _ = writeln!(
             t,
@@ -331,7 +341,10 @@ impl Outcome {
             }
             let _ = writeln!(t, "  {:>6.3}  {}", s.mrr, s.destroyed);
         }
+    }
 
+    fn sweep_to_terminal(&self, t: &mut String) {
+        let m = &self.main;
         if let Some(rows) = &self.sweep {
             let _ = writeln!(
                 t,
@@ -361,7 +374,9 @@ impl Outcome {
             let r = self.row_at(self.index_cut);
             let _ = writeln!(t, "index cut {:.3}: {} bluffs, {} refused, {} dropped", self.index_cut, r.bluffs, r.refused, r.dropped);
         }
+    }
 
+    fn cost_to_terminal(&self, t: &mut String) {
         let _ = writeln!(t, "\ncost: {}", self.cost.line());
         let q = &self.time;
         let _ = writeln!(
@@ -369,7 +384,9 @@ impl Outcome {
             "query time (median of {}): embed {:.2} ms, BM25 {:.2} ms, dense {:.2} ms, fusion {:.2} ms",
             q.queries, q.embed, q.bm25, q.dense, q.fuse
         );
+    }
 
+    fn ablation_to_terminal(&self, t: &mut String) {
         if !self.ablation.is_empty() {
             let _ = writeln!(t, "\nablation (R@k over {} in-domain queries)", self.n_in_domain());
             let _ = write!(t, "  {:<10} {:>6}", "config", "chunks");
@@ -396,6 +413,9 @@ impl Outcome {
                 );
             }
         }
+    }
+
+    fn baseline_to_terminal(&self, t: &mut String) {
         if let Some(b) = &self.baseline {
             let _ = writeln!(t, "\nagainst the baseline {} (now − then)", b.file);
             for &k in &self.ks {
@@ -404,7 +424,6 @@ impl Outcome {
                 }
             }
         }
-        t
     }
 
     /// The distance-distribution and sweep plots, as SVG.
