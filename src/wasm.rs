@@ -11,8 +11,6 @@
 #[cfg(feature = "embed")]
 use crate::embed::Embedder;
 use crate::query::cite::{build_prompt, char_url, citations};
-#[cfg(feature = "embed")]
-use crate::query::index::sha256_hex;
 use crate::query::index::Index;
 use crate::query::search::{now_ms, search, Mode, SearchOptions, SearchResult, Timings};
 use serde::{Deserialize, Serialize};
@@ -107,7 +105,7 @@ impl Engine {
     /// Refuses a model or tokenizer whose sha256 differs from the index's stamp.
     #[wasm_bindgen(js_name = loadModel)]
     pub fn load_model(&mut self, model: &[u8], tokenizer: &[u8]) -> Result<(), JsError> {
-        let given = crate::embed::model_stamp(sha256_hex(model), sha256_hex(tokenizer));
+        let given = crate::embed::stamp_of(model, tokenizer);
         self.index.check_model(&given, &self.file).map_err(err)?;
         self.embedder = Some(Embedder::from_bytes(model, tokenizer).map_err(err)?);
         Ok(())

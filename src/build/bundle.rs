@@ -9,6 +9,7 @@
 use super::assets::{self, Asset, Engine, Www};
 use crate::query::index::{sha256_hex, Index, IndexError};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// Bump when the manifest's fields change.
@@ -132,30 +133,24 @@ pub(crate) fn write_bundle_with(
     let model_bytes = read(model)?;
     let model_sha = sha256_hex(&model_bytes);
     let model_ext = model.extension().and_then(|e| e.to_str()).unwrap_or("onnx");
-    // (role, name before hashing, bytes)
-    let embedded = |a: &Asset| (a.name.to_string(), a.bytes.to_vec());
-    let mut hashed: Vec<(&str, String, Vec<u8>)> = vec![
-        ("wasm", embedded(&engine.wasm)),
-        ("glue", embedded(&engine.glue)),
-        ("worker", embedded(&www.worker)),
-        ("highlight", embedded(&www.highlight)),
-        ("css", embedded(&www.css)),
-        ("model", (format!("model.{model_ext}"), model_bytes)),
-        ("tokenizer", ("tokenizer.json".into(), read(tokenizer)?)),
-        ("index", ("index.needle".into(), index_bytes.to_vec())),
-        ("pages", ("pages.json".into(), pages_json)),
-    ]
-    .into_iter()
-    .map(|(role, (name, bytes))| (role, name, bytes))
-    .collect();
+    // (role, name before hashing, bytes): what the binary embeds is borrowed, not copied.
+    let embedded = |role, a: &Asset| (role, a.name.to_string(), Cow::Borrowed(a.bytes));
+    let mut hashed: Vec<(&str, String, Cow<[u8]>)> = vec![
+        embedded("wasm", &engine.wasm),
+        embedded("glue", &engine.glue),
+        embedded("worker", &www.worker),
+        embedded("highlight", &www.highlight),
+        embedded("css", &www.css),
+        ("model", format!("model.{model_ext}"), Cow::Owned(model_bytes)),
+        ("tokenizer", "tokenizer.json".into(), Cow::Owned(read(tokenizer)?)),
+        ("index", "index.needle".into(), Cow::Borrowed(index_bytes)),
+        ("pages", "pages.json".into(), Cow::Owned(pages_json)),
+    ];
     if let Some(relaxed) = &engine.wasm_relaxed {
-        hashed.push(("wasmRelaxed", relaxed.name.into(), relaxed.bytes.to_vec()));
+        hashed.push(embedded("wasmRelaxed", relaxed));
     }
     // Fixed names: what a site links to, and the service worker (its URL must stay put).
-    let fixed: Vec<(&str, String, Vec<u8>)> = [("api", &www.api), ("widget", &www.widget), ("sw", &www.sw)]
-        .into_iter()
-        .map(|(role, a)| (role, a.name.to_string(), a.bytes.to_vec()))
-        .collect();
+    let fixed = [embedded("api", &www.api), embedded("widget", &www.widget), embedded("sw", &www.sw)];
 
     let mut report = BundleReport::default();
     let mut files = std::collections::BTreeMap::new();

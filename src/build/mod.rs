@@ -105,7 +105,7 @@ impl LoadedModel {
     pub fn load(files: &ModelFiles) -> Result<Self, Error> {
         let model = std::fs::read(&files.model).map_err(|e| Error::io(&files.model, e))?;
         let tokenizer = std::fs::read(&files.tokenizer).map_err(|e| Error::io(&files.tokenizer, e))?;
-        let stamp = crate::model::stamp(&model, &tokenizer);
+        let stamp = crate::embed::stamp_of(&model, &tokenizer);
         Ok(LoadedModel { model, tokenizer, stamp, files: files.clone() })
     }
 

@@ -7,7 +7,7 @@
 //! run: the graph has no attention mask, so texts are never padded or batched together
 //! (batch 1 was also the fastest per text on tract).
 
-use crate::query::index::ModelStamp;
+use crate::query::index::{sha256_hex, ModelStamp};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use tract_onnx::prelude::*;
 
@@ -23,6 +23,11 @@ pub const MAX_TOKENS: usize = 256;
 /// `tokenizer.json`: the one place a [`ModelStamp`] is made.
 pub fn model_stamp(model_sha256: String, tokenizer_sha256: String) -> ModelStamp {
     ModelStamp { name: MODEL_NAME.to_string(), dim: DIM as u32, model_sha256, tokenizer_sha256 }
+}
+
+/// The stamp of a model given as bytes: the ONNX file and `tokenizer.json`.
+pub fn stamp_of(model: &[u8], tokenizer_json: &[u8]) -> ModelStamp {
+    model_stamp(sha256_hex(model), sha256_hex(tokenizer_json))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -153,6 +158,15 @@ impl Embedder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamp_hashes_bytes() {
+        let s = stamp_of(b"abc", b"");
+        assert_eq!(s.model_sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(s.tokenizer_sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!((s.name.as_str(), s.dim), (MODEL_NAME, DIM as u32));
+    }
+
     use crate::query::search::cosine_distance;
 
     /// tract's own plan for the shipped model, none of needle's ops in it.

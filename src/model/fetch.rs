@@ -92,7 +92,7 @@ pub fn fetch(index: &str, dest: &Path, keep: Keep, progress: bool) -> Result<Con
 
 fn fetch_into(index: &str, staging: &Path, keep: Keep, progress: bool) -> Result<ConvertReport, FetchError> {
     let agent = agent();
-    let page_url = resolve(index.trim_end_matches('/'), &format!("{}/{PROJECT}/", index.trim_end_matches('/')));
+    let page_url = format!("{}/{PROJECT}/", index.trim_end_matches('/'));
     let page = get(&agent, &page_url)?
         .into_body()
         .read_to_string()

@@ -120,11 +120,6 @@ pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
     Ok(hex(&hasher.finalize()))
 }
 
-/// The stamp an index records for a model given as bytes (the ONNX file and `tokenizer.json`).
-pub fn stamp(model: &[u8], tokenizer_json: &[u8]) -> ModelStamp {
-    crate::embed::model_stamp(sha256_hex(model), sha256_hex(tokenizer_json))
-}
-
 // ---------------------------------------------------------------------------------------------
 // Finding the converted files
 
@@ -964,14 +959,6 @@ mod tests {
         let other = repo.join("elsewhere");
         let err = ModelFiles::locate_from(Some(&other), Some(&exe), Some(repo), Some(&cache)).expect_err("env dir is empty");
         assert!(err.to_string().contains("elsewhere"));
-    }
-
-    #[test]
-    fn stamp_hashes_bytes() {
-        let s = stamp(b"abc", b"");
-        assert_eq!(s.model_sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert_eq!(s.tokenizer_sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-        assert_eq!((s.name.as_str(), s.dim), (MODEL_NAME, DIM as u32));
     }
 
     #[test]

@@ -195,7 +195,7 @@ fn run(cli: Cli) -> Result<()> {
                 progress: !json,
                 incremental: !full,
             };
-            let files = model_files(model_dir, !json)?;
+            let files = model_files(model_dir, true)?;
             let files = if fp32 { files.fp32_files() } else { files };
             let model = LoadedModel::load(&files)?;
             let (index_bytes, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;

@@ -23,16 +23,17 @@ use std::path::{Path, PathBuf};
 const MODES: [Mode; 3] = [Mode::Bm25, Mode::Dense, Mode::Hybrid];
 
 enum Target {
-    /// The index file.
-    Index(PathBuf),
+    /// The index file, read once here (reading builds nothing; it names its site).
+    Index(PathBuf, Box<Index>),
     Site(PathBuf),
 }
 
 fn resolve(path: &Path) -> Result<Target, EvalError> {
+    let read = |file: PathBuf| Ok(Target::Index(file.clone(), Box::new(build::read_index(&file)?)));
     if path.is_file() {
-        Ok(Target::Index(path.to_path_buf()))
+        read(path.to_path_buf())
     } else if path.join(index::INDEX_FILE).is_file() {
-        Ok(Target::Index(path.join(index::INDEX_FILE)))
+        read(path.join(index::INDEX_FILE))
     } else if path.is_dir() {
         Ok(Target::Site(path.to_path_buf()))
     } else {
@@ -70,8 +71,8 @@ pub fn run_cli(args: EvalArgs, files: ModelFiles) -> Result<(), EvalError> {
         (Some(site), _) => Some(site.clone()),
         (None, Target::Site(p)) => Some(p.clone()),
         // The index records its site relative to its own folder (formats 1 and 2 did not: ask).
-        (None, Target::Index(file)) => {
-            let recorded = build::read_index(file)?.header.site;
+        (None, Target::Index(file, index)) => {
+            let recorded = &index.header.site;
             (!recorded.is_empty()).then(|| file.parent().unwrap_or(Path::new("")).join(recorded))
         }
     };
@@ -91,7 +92,7 @@ pub fn run_cli(args: EvalArgs, files: ModelFiles) -> Result<(), EvalError> {
 
     let model = LoadedModel::load(&files)?;
     let embedder = model.embedder()?;
-    let (index, built) = open_or_build(&target, &model)?;
+    let (index, built) = open_or_build(target, &model)?;
     if index.header.settings.gate_depth as usize != score::GATE_DEPTH {
         return Err(EvalError::Invalid(format!(
             "{}: its gate walks the top {} hits; needle eval scores the gate at depth {}",
@@ -199,19 +200,18 @@ fn validate_against_site(questions: &[Question], qrels_file: &Path, site: &Path)
     }
 }
 
-/// The index to score: read (and checked against the model) or built with the default
-/// options, with the build's report.
-fn open_or_build(target: &Target, model: &LoadedModel) -> Result<(Index, Option<BuildReport>), EvalError> {
+/// The index to score: the target's (checked against the model), or the site built with the
+/// default options, with the build's report.
+fn open_or_build(target: Target, model: &LoadedModel) -> Result<(Index, Option<BuildReport>), EvalError> {
     match target {
-        Target::Index(file) => {
-            let index = build::read_index(file)?;
+        Target::Index(file, index) => {
             index.check_model(&model.stamp, &file.display().to_string()).map_err(needle_err)?;
-            Ok((index, None))
+            Ok((*index, None))
         }
         Target::Site(dir) => {
             progress(&format!("indexing {} (default options)…", dir.display()));
             let opts = BuildOptions { progress: std::io::stderr().is_terminal(), ..BuildOptions::default() };
-            let (index, report) = build::build_index(dir, model, &opts, None)?;
+            let (index, report) = build::build_index(&dir, model, &opts, None)?;
             Ok((index, Some(report)))
         }
     }
