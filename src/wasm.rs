@@ -8,8 +8,10 @@
 //! unknown distance becomes `null`). The shape of that JSON is typed once, for the API users
 //! call, in `www/needle.d.ts` (`NeedleResult`, `NeedlePage`); `needle.js` parses it.
 
+use crate::doc::canonical::{Canonicalizer, Source, CONTENT_ROOT_SELECTORS, DROP_SELECTORS};
 #[cfg(feature = "embed")]
 use crate::embed::Embedder;
+use crate::query::bm25::marks;
 use crate::query::cite::{build_prompt, char_url, citations};
 use crate::query::index::Index;
 use crate::query::search::{now_ms, search, Mode, SearchOptions, SearchResult, Timings};
@@ -31,7 +33,7 @@ pub struct Engine {
     embedder: Option<Embedder>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct JsHit {
     chunk: usize,
     page: String,
@@ -43,6 +45,8 @@ struct JsHit {
     content: String,
     distance: Option<f32>,
     rank: usize,
+    /// The query's terms in `content`: `[from, to]` in UTF-16 units (`bm25::marks`).
+    marks: Vec<(u32, u32)>,
 }
 
 #[derive(Serialize)]
@@ -249,6 +253,7 @@ impl Engine {
                     content: h.content.clone(),
                     distance: h.distance.is_finite().then_some(h.distance),
                     rank: h.rank,
+                    marks: marks(&h.content, &terms),
                 }
             })
             .collect();
@@ -263,4 +268,68 @@ fn parse_mode(mode: &str) -> Result<Mode, JsError> {
         "hybrid" | "" => Ok(Mode::Hybrid),
         other => Err(err(format!("unknown mode {other:?}: use bm25, dense or hybrid"))),
     }
+}
+
+/// A page's canonical text as the browser's walker sees it (`canonicalText`).
+#[wasm_bindgen]
+pub struct CanonicalText {
+    text: String,
+    sources: Vec<u32>,
+}
+
+#[wasm_bindgen]
+impl CanonicalText {
+    #[wasm_bindgen(getter)]
+    pub fn text(&self) -> String {
+        self.text.clone()
+    }
+
+    /// Two numbers per UTF-16 unit of the text: the number of the text node it came from (in
+    /// the order the walker sent them) and the unit's offset in that node; the node number is
+    /// 4294967295 for the separators the rule adds.
+    #[wasm_bindgen(getter)]
+    pub fn sources(&self) -> Vec<u32> {
+        self.sources.clone()
+    }
+}
+
+/// The canonical text rule (`doc::canonical`) over the events of a DOM walk: event `i` is
+/// `kinds[i]` (0 open, 1 text, 2 close) with, as its tag name or text, the next `lens[i]` UTF-16
+/// units of `data`. The landing highlight's one way to the text `#char=` counts in.
+#[wasm_bindgen(js_name = canonicalText)]
+pub fn canonical_text(kinds: &[u8], lens: &[u32], data: &str) -> Result<CanonicalText, JsError> {
+    if kinds.len() != lens.len() {
+        return Err(err(format!("canonicalText: {} kinds but {} lengths", kinds.len(), lens.len())));
+    }
+    let mut rule = Canonicalizer::new(true);
+    let mut rest = data;
+    for (&kind, &len) in kinds.iter().zip(lens) {
+        let (s, tail) = split_utf16(rest, len as usize).ok_or_else(|| err("canonicalText: the lengths run past the data"))?;
+        rest = tail;
+        match kind {
+            0 => rule.open(s),
+            1 => rule.text(s),
+            2 => rule.close(s),
+            other => return Err(err(format!("canonicalText: unknown event kind {other}"))),
+        }
+    }
+    let c = rule.finish();
+    let mut sources = Vec::with_capacity(c.sources.len() * 2);
+    for Source { node, offset } in c.sources {
+        sources.extend([node, offset]);
+    }
+    Ok(CanonicalText { text: c.text, sources })
+}
+
+/// `s` split after its first `units` UTF-16 units (`None` past the end or inside a pair).
+fn split_utf16(s: &str, units: usize) -> Option<(&str, &str)> {
+    let at = crate::doc::text::utf16_to_byte(s, units)?;
+    Some(s.split_at(at))
+}
+
+/// The selector lists of the rule's steps 1 and 2, for the DOM walker: `{ roots: string[],
+/// drop: string }` as JSON text (`drop` is one selector list for `Element.matches`).
+#[wasm_bindgen(js_name = canonicalRule)]
+pub fn canonical_rule() -> String {
+    serde_json::json!({ "roots": CONTENT_ROOT_SELECTORS, "drop": DROP_SELECTORS.join(", ") }).to_string()
 }

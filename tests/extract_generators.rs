@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use needle::doc::extract::{self, discover, extract_file, Discovered, ExtractError, ExtractOptions, Extracted, SourceFile, SourceKind};
+use needle::doc::extract::{discover, extract_file, Discovered, ExtractError, ExtractOptions, Extracted, SourceFile, SourceKind};
 use needle::doc::text::{byte_to_utf16, normalize_for_match, BlockKind, Document};
 
 fn fixtures() -> PathBuf {
@@ -891,14 +891,4 @@ fn discovery_rules_on_a_scratch_site() {
     assert!(matches!(&err, Err(m) if m.contains("missing: cannot walk the site folder")), "{err:?}");
     let bad = ExtractOptions { selector: Some("div[".into()), ..opts() };
     assert!(matches!(discover(root, &bad), Err(ExtractError::BadSelector { .. })));
-}
-
-#[test]
-fn the_mirror_constants_are_exported() {
-    // The browser script copies these; keep them reachable and non-empty.
-    assert_eq!(extract::EXTRACTOR_VERSION, 2);
-    assert_eq!(extract::CONTENT_ROOT_SELECTORS.last(), Some(&"body"));
-    assert!(extract::DROP_SELECTORS.contains(&".headerlink"));
-    assert!(extract::BLOCK_ELEMENTS.contains(&"td"));
-    assert!(extract::VERBATIM_ELEMENTS.contains(&"pre"));
 }

@@ -1,41 +1,27 @@
 // highlight.js: the landing highlight. On a page opened at `page#char=from,to`, it rebuilds the
-// page's canonical text from the rendered DOM by the extractor's rule (src/doc/extract.rs, module
-// doc: "The canonical text rule (HTML)"), wraps exactly that UTF-16 range in <mark> (across
+// page's canonical text from the rendered DOM, wraps exactly that UTF-16 range in <mark> (across
 // elements if need be) and scrolls to it.
+// The canonical text rule is not written here: it is Rust (src/doc/canonical.rs), run by the
+// lexical core (WebAssembly with no model code). This file only walks the DOM: it finds the
+// content root and skips dropped subtrees with the selector lists the core gives it, and sends
+// every element's open and close and every text node to the core, which answers with the text
+// and, for each of its units, the text node and offset it came from.
 // Invariant: never a wrong highlight. The range is used only when the page's canonical text
 // still has the content hash the index recorded; otherwise the quote is looked up in the index
 // and found by text, and if that fails nothing is marked (and the console says why).
 
-// ---- Mirror of src/doc/extract.rs (keep in sync; tests/browser/canonical.test.mjs compares) ----
-export const CONTENT_ROOT_SELECTORS = ["article.md-content__inner", "main", "[role=main]", "article", "body"];
-export const DROP_SELECTORS = [
-  "script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "audio", "video",
-  "button", "nav", "form", "select", "textarea", "dialog:not([open])",
-  "[hidden]", "[aria-hidden=true]", ".sr-only", ".visually-hidden", ".screen-reader-text",
-  ".headerlink", ".hash-link", ".anchor-link", ".anchorjs-link", ".header-anchor", ".heading-anchor", ".td-heading-self-link",
-  "a.anchor[href^='#']",
-  ".toc", ".table-of-contents", ".contents.topic", "#markdown-toc", ".no_toc.text-delta",
-  ".taxonomy-terms-article", ".section-index",
-  ".breadcrumbs", ".breadcrumb", ".pagination-nav", ".theme-doc-footer", ".theme-doc-toc-mobile",
-  ".theme-doc-version-badge", ".theme-doc-version-banner", ".md-source-file", ".md-footer", ".md-content__button",
-  ".td-page-meta__lastmod", "footer.sl-flex", "span.lang", ".d-print-none", ".boring", ".linenos", ".viewcode-link", ".viewcode-back",
-];
-export const BLOCK_ELEMENTS = new Set([
-  "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir", "div",
-  "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
-  "hgroup", "hr", "html", "label", "legend", "li", "listing", "main", "menu", "nav", "ol", "p", "plaintext", "pre", "search",
-  "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "xmp",
-]);
-export const VERBATIM_ELEMENTS = new Set(["pre", "listing", "xmp", "plaintext"]);
-const DROP = DROP_SELECTORS.join(", ");
-const WS = /[ \t\n\f\r]/; // the browser's collapsing set, ASCII only (not \s: it has U+00A0)
-const isWs = (c) => c === " " || c === "\t" || c === "\n" || c === "\f" || c === "\r";
+const rules = new WeakMap();
+/** The rule's selector lists ({ roots: string[], drop: string }), from the core. */
+function rule(core) {
+  if (!rules.has(core)) rules.set(core, JSON.parse(core.canonicalRule()));
+  return rules.get(core);
+}
 
 /** Rule step 1: the content root (a user selector, else the automatic choice). */
-export function contentRoot(doc = document, selector = null) {
+export function contentRoot(core, doc = document, selector = null) {
   if (selector) return doc.querySelector(selector);
   let root = null;
-  for (const s of CONTENT_ROOT_SELECTORS) {
+  for (const s of rule(core).roots) {
     root = doc.querySelector(s);
     if (root) break;
   }
@@ -44,148 +30,44 @@ export function contentRoot(doc = document, selector = null) {
   return articles.length === 1 ? articles[0] : root;
 }
 
+const OPEN = 0, TEXT = 1, CLOSE = 2;
+const SEPARATOR = 0xffffffff;
+
 /**
- * The canonical text of `root`'s subtree (rule steps 2–7), with, for every UTF-16 unit of it,
- * the text node and offset it came from (`nodes[i] === null` for separators).
+ * The canonical text of `root`'s subtree (rule steps 2–8): `{ text, nodes, sources }`, where
+ * unit `i` of `text` came from unit `sources[2i + 1]` of text node `nodes[sources[2i]]` (no
+ * node: a separator the rule added).
  */
-export function canonical(root) {
-  const b = new Builder();
-  if (!root) return b.result();
-  // Explicit stack: no recursion limit on deep markup.
-  const stack = [{ node: root, open: true }];
-  while (stack.length) {
-    const { node, open } = stack.pop();
-    if (node.nodeType === 3) {
-      b.pushText(node);
-      continue;
-    }
-    if (node.nodeType !== 1) continue;
-    const name = node.localName;
-    if (!open) {
-      b.close(node, name);
-      continue;
-    }
-    if (node !== root && node.matches(DROP)) continue;
-    b.open(node, name);
-    stack.push({ node, open: false });
-    for (let c = node.lastChild; c; c = c.previousSibling) stack.push({ node: c, open: true });
-  }
-  b.flush();
-  return b.result();
-}
-
-class Builder {
-  constructor() {
-    this.text = [];
-    this.srcNode = [];
-    this.srcOff = [];
-    this.lines = [[]]; // each line: array of { node, from, to } runs
-    this.leaf = null; // { el, mode: "code" | "heading" }
-  }
-  pushText(node) {
-    if (node.data.length) this.lines[this.lines.length - 1].push({ node, from: 0, to: node.data.length });
-  }
-  lineBreak() {
-    if (this.leaf?.mode === "code") this.lines[this.lines.length - 1].push({ node: null, text: "\n" });
-    else this.lines.push([]);
-  }
-  /** Inside a verbatim leaf, a block element's edge ends the line (src/doc/extract.rs, step 5). */
-  codeLineEnd() {
-    if (this.leaf?.mode !== "code") return;
-    const line = this.lines[this.lines.length - 1];
-    const run = line[line.length - 1];
-    if (!run) return;
-    const last = run.node === null ? run.text : run.node.data[run.to - 1];
-    if (last !== "\n") line.push({ node: null, text: "\n" });
-  }
-  open(el, name) {
-    if (this.leaf) {
-      if (name === "br") this.lineBreak();
-      else if (BLOCK_ELEMENTS.has(name)) this.codeLineEnd();
-      return;
-    }
-    if (/^h[1-6]$/.test(name)) {
-      this.flush();
-      this.leaf = { el, mode: "heading" };
-    } else if (VERBATIM_ELEMENTS.has(name)) {
-      this.flush();
-      this.leaf = { el, mode: "code" };
-    } else if (BLOCK_ELEMENTS.has(name)) {
-      this.flush();
-    } else if (name === "br") {
-      this.lineBreak();
-    }
-  }
-  close(el, name) {
-    if (this.leaf) {
-      if (this.leaf.el === el) {
-        this.flush();
-        this.leaf = null;
-      } else if (BLOCK_ELEMENTS.has(name)) this.codeLineEnd();
-      return;
-    }
-    if (BLOCK_ELEMENTS.has(name)) this.flush();
-  }
-  /** A line's characters as [char, node, offset] (node null for a synthetic "\n"). */
-  static chars(line) {
-    const out = [];
-    for (const run of line) {
-      if (run.node === null) out.push([run.text, null, -1]);
-      else for (let i = run.from; i < run.to; i++) out.push([run.node.data[i], run.node, i]);
-    }
-    return out;
-  }
-  flush() {
-    const mode = this.leaf?.mode ?? "text";
-    const lines = this.lines;
-    this.lines = [[]];
-    let piece; // array of [char, node, offset]
-    if (mode === "code") {
-      const all = lines.flatMap((l) => Builder.chars(l));
-      let a = 0, z = all.length;
-      while (a < z && isWs(all[a][0])) a++;
-      while (z > a && isWs(all[z - 1][0])) z--;
-      piece = all.slice(a, z);
-    } else {
-      const kept = [];
-      for (const l of lines) {
-        const c = collapseChars(Builder.chars(l));
-        if (c.length) kept.push(c);
+export function canonical(core, root) {
+  const kinds = [], lens = [], data = [], nodes = [];
+  if (root) {
+    const drop = rule(core).drop;
+    // Explicit stack: no recursion limit on deep markup.
+    const stack = [{ node: root, open: true }];
+    while (stack.length) {
+      const { node, open } = stack.pop();
+      if (node.nodeType === 3) {
+        kinds.push(TEXT), lens.push(node.data.length), data.push(node.data), nodes.push(node);
+        continue;
       }
-      piece = [];
-      kept.forEach((l, i) => {
-        if (i) piece.push(["\n", null, -1]);
-        piece.push(...l);
-      });
-    }
-    if (!piece.length) return;
-    if (this.text.length) for (const _ of "\n\n") this.emit("\n", null, -1);
-    for (const [c, n, o] of piece) this.emit(c, n, o);
-  }
-  emit(c, node, off) {
-    this.text.push(c);
-    this.srcNode.push(node);
-    this.srcOff.push(off);
-  }
-  result() {
-    return { text: this.text.join(""), nodes: this.srcNode, offsets: this.srcOff };
-  }
-}
-
-/** Step 6 on one line: runs of whitespace → one space (sourced at the run's first unit), trimmed. */
-function collapseChars(chars) {
-  const out = [];
-  let pendingSpace = null;
-  for (const ch of chars) {
-    if (isWs(ch[0])) {
-      if (out.length && !pendingSpace) pendingSpace = [" ", ch[1], ch[2]];
-    } else {
-      if (pendingSpace) out.push(pendingSpace);
-      pendingSpace = null;
-      out.push(ch);
+      if (node.nodeType !== 1) continue;
+      const name = node.localName;
+      if (!open) {
+        kinds.push(CLOSE), lens.push(name.length), data.push(name);
+        continue;
+      }
+      if (node !== root && node.matches(drop)) continue;
+      kinds.push(OPEN), lens.push(name.length), data.push(name);
+      stack.push({ node, open: false });
+      for (let c = node.lastChild; c; c = c.previousSibling) stack.push({ node: c, open: true });
     }
   }
-  return out;
+  const out = core.canonicalText(Uint8Array.from(kinds), Uint32Array.from(lens), data.join(""));
+  try {
+    return { text: out.text, nodes, sources: out.sources };
+  } finally {
+    out.free();
+  }
 }
 
 // ---- sha256 (hex) of the canonical text's UTF-8 bytes --------------------------------------
@@ -262,9 +144,10 @@ export function markRange(canon, from, to, doc = document) {
   // One contiguous span per text node, in document order.
   const spans = new Map();
   for (let i = from; i < to; i++) {
-    const node = canon.nodes[i];
-    if (!node) continue;
-    const off = canon.offsets[i];
+    const n = canon.sources[2 * i];
+    if (n === SEPARATOR || n === undefined) continue;
+    const node = canon.nodes[n];
+    const off = canon.sources[2 * i + 1];
     const s = spans.get(node);
     if (s) s.to = Math.max(s.to, off + 1);
     else spans.set(node, { from: off, to: off + 1 });
@@ -295,13 +178,13 @@ export function findQuote(text, quote) {
 }
 
 /**
- * Highlights `#char=from,to` on this page. `info` is the index's record of the page
+ * Highlights `#char=from,to` on this page with the lexical core `core` (see `install`). `info` is the index's record of the page
  * ({ hash, len }); `getQuote()` resolves to the chunk's quote (only called when the page changed).
  * Returns { marks, how } with how = "range" | "text" | "none".
  */
-export async function highlightRange({ from, to }, info, getQuote, { doc = document, selector = null, log = console } = {}) {
+export async function highlightRange(core, { from, to }, info, getQuote, { doc = document, selector = null, log = console } = {}) {
   clearMarks(doc);
-  const canon = canonical(contentRoot(doc, selector));
+  const canon = canonical(core, contentRoot(core, doc, selector));
   const hash = await sha256Hex(canon.text);
   if (info && hash === info.hash && to <= canon.text.length) {
     return { marks: scrollTo(markRange(canon, from, to, doc)), how: "range" };
@@ -323,10 +206,11 @@ function scrollTo(marks) {
 
 /**
  * Wires the highlight into this page: reads `#char=` now and on every hash change. `base` is
- * the bundle's URL; `openEngine` is needle.js's `open` (used only to look a quote up);
- * `manifest` the bundle's manifest.json, as needle.js's `loadManifest` read it.
+ * the bundle's URL; `manifest` its manifest.json, as needle.js's `loadManifest` read it;
+ * `loadCore` resolves to the initialised lexical core (needle.js's `loadLexicalCore`) and
+ * `openEngine` is needle.js's `open` (used only to look a quote up).
  */
-export async function install(base, openEngine, { selector = null, manifest } = {}) {
+export async function install(base, { loadCore, openEngine, selector = null, manifest }) {
   const baseUrl = new URL(base, location.href);
   let pages = null, engine = null;
   const load = async () => {
@@ -343,7 +227,7 @@ export async function install(base, openEngine, { selector = null, manifest } = 
   const run = async () => {
     const range = parseCharFragment(location.hash);
     if (!range) return null;
-    await load();
+    const [core] = await Promise.all([loadCore(baseUrl, manifest), load()]);
     const siteRoot = new URL(manifest.siteRoot ?? "../", baseUrl);
     let path = decodeURIComponent(location.pathname.startsWith(siteRoot.pathname) ? location.pathname.slice(siteRoot.pathname.length) : location.pathname);
     if (path === "" || path.endsWith("/")) path += "index.html";
@@ -351,7 +235,7 @@ export async function install(base, openEngine, { selector = null, manifest } = 
       engine ??= await openEngine(baseUrl, { model: false });
       return engine.quote(path, range.from, range.to);
     };
-    const result = await highlightRange(range, pages[path], getQuote, { selector });
+    const result = await highlightRange(core, range, pages[path], getQuote, { selector });
     document.dispatchEvent(new CustomEvent("needle:highlight", { detail: { ...range, path, how: result.how, count: result.marks.length } }));
     return result;
   };

@@ -13,7 +13,7 @@ rmSync(join(pkg, ".gitignore"), { force: true });
 
 // Drop the .wasm's custom sections (function names: 2.3 MB raw, ~0.4 MB brotli; producers):
 // nothing at run time reads them. NEEDLE_WASM_KEEP_NAMES=1 keeps them for profiling.
-const WASMS = ["needle_core_bg.wasm", "needle_core_relaxed_bg.wasm"].filter((f) => existsSync(join(pkg, f)));
+const WASMS = ["needle_core_bg.wasm", "needle_core_relaxed_bg.wasm", "needle_lexical_bg.wasm"].filter((f) => existsSync(join(pkg, f)));
 for (const f of process.env.NEEDLE_WASM_KEEP_NAMES === "1" ? [] : WASMS) {
   const file = join(pkg, f);
   const b = readFileSync(file);
@@ -56,8 +56,10 @@ const meta = {
     "./highlight.js": "./highlight.js",
     "./needle_core_bg.wasm": "./needle_core_bg.wasm",
     "./needle_core_relaxed_bg.wasm": "./needle_core_relaxed_bg.wasm",
+    "./lexical": "./needle_lexical.js",
+    "./needle_lexical_bg.wasm": "./needle_lexical_bg.wasm",
   },
-  files: [...new Set([...(generated.files ?? []), ...sources, ...WASMS])],
+  files: [...new Set([...(generated.files ?? []), ...sources, ...WASMS, "needle_lexical.js"])],
   sideEffects: ["./widget.js", "./highlight.js"],
   keywords: ["search", "wasm", "documentation", "semantic-search", "bm25"],
 };

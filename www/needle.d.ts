@@ -18,6 +18,8 @@ export interface NeedleHit {
   distance: number | null;
   /** 1-based rank in the mode's ranking. */
   rank: number;
+  /** Where `terms` occur in `content`: [from, to] in UTF-16 units, found by BM25's own tokenizer. */
+  marks: [number, number][];
 }
 
 export interface NeedleResult {
@@ -30,7 +32,7 @@ export interface NeedleResult {
   /** The mode actually used ("bm25" while the model is still loading). */
   mode: "bm25" | "dense" | "hybrid";
   cut: number;
-  /** The query's words worth marking in a snippet (BM25's tokenizer, no stop words). */
+  /** The query's words worth marking in a snippet (BM25's tokenizer, no stop words); each hit's `marks` says where they are. */
   terms: string[];
   /** Milliseconds, measured inside the engine. */
   timings: { embed: number; bm25: number; dense: number; fuse: number };
@@ -119,3 +121,6 @@ export interface Engine {
 
 /** Opens the bundle at `base` (its URL; in Node also a folder path). */
 export function open(base: string | URL, options?: OpenOptions): Promise<Engine>;
+
+/** The bundle's lexical core (WebAssembly, no model code), initialised once per page: what the landing highlight runs the canonical text rule with. */
+export function loadLexicalCore(baseUrl: URL, manifest: { files: Record<string, string> }, options?: { cache?: boolean }): Promise<unknown>;

@@ -415,6 +415,31 @@ export async function loadManifest(baseUrl, options = {}) {
   }
 }
 
+/**
+ * The bundle's lexical core: the WebAssembly build with no model code (about 90 KB brotli), which
+ * runs the canonical text rule for the landing highlight. Fetched through the cache like every
+ * hashed file, initialised once per page.
+ */
+const lexicalCores = new Map();
+export function loadLexicalCore(baseUrl, manifest, options = {}) {
+  const { lexical, lexicalGlue } = manifest.files;
+  if (!lexical || !lexicalGlue) return Promise.reject(new Error("needle: this bundle has no lexical core (rebuild it with a newer needle)"));
+  const key = new URL(lexical, baseUrl).href;
+  if (!lexicalCores.has(key)) {
+    const core = (async () => {
+      const [glue, wasm] = await Promise.all([
+        runtimeImport(new URL(lexicalGlue, baseUrl).href),
+        getBytes(new URL(lexical, baseUrl), { cache: options.cache !== false }),
+      ]);
+      await glue.default({ module_or_path: wasm });
+      return glue;
+    })();
+    core.catch(() => lexicalCores.delete(key));
+    lexicalCores.set(key, core);
+  }
+  return lexicalCores.get(key);
+}
+
 /** Drops cached files of this bundle that the current manifest no longer names. */
 async function pruneCache(baseUrl, manifest) {
   const cache = await openCache();

@@ -16,7 +16,7 @@
 // panel, results, crumbs, snippet, …) theme it. Indexed text is always inserted as text
 // (textContent), never parsed as HTML.
 
-import { loadManifest, open } from "./needle.js";
+import { loadLexicalCore, loadManifest, open } from "./needle.js";
 
 // This script's folder. (Not written `new URL(".", import.meta.url)`: bundlers take that
 // pattern for an asset to copy, and "." for the package's main file.)
@@ -50,7 +50,7 @@ async function landing(base, selector) {
     // The comments keep an app's bundler from resolving the bundle's own file.
     const hl = await import(/* @vite-ignore */ /* webpackIgnore: true */ new URL(m.files.highlight, base).href);
     await addPageStyle(base);
-    return hl.install(base, open, { selector, manifest: m });
+    return hl.install(base, { loadCore: loadLexicalCore, openEngine: open, selector, manifest: m });
   };
   let started = null;
   const maybe = () => {
@@ -94,22 +94,85 @@ function registerOffline(base) {
   return offlineStarted;
 }
 
-/** Appends `text` to `parent` with the query terms wrapped in <mark>: text nodes only. */
-function appendMarked(parent, text, terms) {
-  if (!terms.length) {
-    parent.append(text);
-    return;
+/**
+ * A result's text as the widget shows it: `text` with the query's terms at `marks` (UTF-16
+ * `[from, to]` pairs in `text`). The engine finds the terms (`bm25::marks`, the tokenizer that
+ * ranked the hit), so marking and ranking never disagree on what a word is; this file only
+ * moves the marks along with the display's cuts.
+ */
+function view(content, marks) {
+  // Whitespace runs → one space, trimmed (display only); `at[i]`: the content unit of text[i].
+  let text = "";
+  const at = [];
+  let space = -1;
+  for (let i = 0; i < content.length; i++) {
+    const c = content[i];
+    if (c === " " || c === "\t" || c === "\n" || c === "\f" || c === "\r") {
+      if (text.length && space < 0) space = i;
+      continue;
+    }
+    if (space >= 0) (text += " "), at.push(space), (space = -1);
+    text += c;
+    at.push(i);
   }
-  const re = new RegExp(`(?<![\\p{L}\\p{N}])(${terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")})(?![\\p{L}\\p{N}])`, "giu");
+  const index = (unit) => {
+    let lo = 0, hi = at.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (at[mid] < unit) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  // A term holds no whitespace, so its units are all kept, one for one.
+  return { text, marks: (marks ?? []).map(([a, z]) => [index(a), index(a) + (z - a)]) };
+}
+
+/** `v` from unit `a` to `z`, its marks moved along (those cut are dropped). */
+function cut(v, a, z) {
+  return { text: v.text.slice(a, z), marks: v.marks.filter(([m, n]) => m >= a && n <= z).map(([m, n]) => [m - a, n - a]) };
+}
+
+/**
+ * A chunk that starts at a heading has the heading's text first (the canonical text holds
+ * it); the breadcrumb already shows it, so the snippet leaves it out. Display only: the quote
+ * that is cited and highlighted is always the whole chunk.
+ */
+function withoutHeading(v, headings) {
+  let a = 0;
+  for (const h of headings.map(collapseWs).filter(Boolean)) {
+    const rest = v.text.slice(a);
+    if (rest.startsWith(h) && (rest.length === h.length || rest[h.length] === " ")) a += h.length + 1;
+  }
+  return a < v.text.length ? cut(v, a, v.text.length) : v;
+}
+
+/** About `max` characters of `v`, around its first marked term. */
+function snippet(v, max = 280) {
+  const { text } = v;
+  if (text.length <= max) return v;
+  const first = v.marks.length ? v.marks[0][0] : 0;
+  let a = Math.max(0, first - 60);
+  if (a > 0) a = text.indexOf(" ", a) + 1 || a;
+  let z = Math.min(text.length, a + max);
+  if (z < text.length) z = text.lastIndexOf(" ", z) > a ? text.lastIndexOf(" ", z) : z;
+  const s = cut(v, a, z);
+  const lead = a > 0 ? "… " : "";
+  return { text: lead + s.text + (z < text.length ? " …" : ""), marks: s.marks.map(([m, n]) => [m + lead.length, n + lead.length]) };
+}
+
+/** Appends `v.text` to `parent` with its marks wrapped in <mark>: text nodes only. */
+function appendMarked(parent, v) {
   let last = 0;
-  for (const m of text.matchAll(re)) {
-    parent.append(text.slice(last, m.index));
+  for (const [a, z] of v.marks) {
+    if (a < last) continue;
+    parent.append(v.text.slice(last, a));
     const mark = document.createElement("mark");
-    mark.textContent = m[0];
+    mark.textContent = v.text.slice(a, z);
     parent.append(mark);
-    last = m.index + m[0].length;
+    last = z;
   }
-  parent.append(text.slice(last));
+  parent.append(v.text.slice(last));
 }
 
 const collapseWs = (s) => s.replace(/[ \t\n\f\r]+/g, " ").trim();
@@ -122,33 +185,6 @@ function sectionPath(section, title) {
   const parts = collapseWs(section ?? "").split(" > ").filter(Boolean);
   if (parts[0] === collapseWs(title)) parts.shift();
   return parts;
-}
-
-/**
- * A chunk that starts at a heading has the heading's text first (the canonical text holds
- * it); the breadcrumb already shows it, so the snippet leaves it out. Display only: the quote
- * that is cited and highlighted is always the whole chunk.
- */
-function withoutHeading(content, headings) {
-  let text = collapseWs(content);
-  for (const h of headings.map(collapseWs).filter(Boolean)) {
-    if (text.startsWith(h) && (text.length === h.length || text[h.length] === " ")) text = text.slice(h.length + 1);
-  }
-  return text || collapseWs(content);
-}
-
-/** About `max` characters of `content`, around the first query term. */
-function snippet(content, terms, max = 280) {
-  const text = collapseWs(content);
-  if (text.length <= max) return text;
-  const lower = text.toLowerCase();
-  const hits = terms.map((t) => lower.indexOf(t)).filter((i) => i >= 0);
-  const first = hits.length ? Math.min(...hits) : 0;
-  let a = Math.max(0, first - 60);
-  if (a > 0) a = text.indexOf(" ", a) + 1 || a;
-  let z = Math.min(text.length, a + max);
-  if (z < text.length) z = text.lastIndexOf(" ", z) > a ? text.lastIndexOf(" ", z) : z;
-  return (a > 0 ? "… " : "") + text.slice(a, z) + (z < text.length ? " …" : "");
 }
 
 let counter = 0;
@@ -320,9 +356,6 @@ class NeedleSearch extends HTMLElement {
       this.#expand(false);
       return;
     }
-    // The engine names the words to mark (BM25's own tokenizer, minus stop words and words in
-    // most chunks), so marking and ranking never disagree on what a word is.
-    const terms = r.terms ?? [];
     const shown = Number(this.getAttribute("k") ?? 4);
     let hits;
     this.panel.dataset.state = "";
@@ -348,12 +381,12 @@ class NeedleSearch extends HTMLElement {
         this.list.append(li);
       }
     }
-    hits.forEach((h, i) => this.list.append(this.#option(h, i, terms, this.panel.dataset.state === "no-answer")));
+    hits.forEach((h, i) => this.list.append(this.#option(h, i, this.panel.dataset.state === "no-answer")));
     if (!hits.length && r.mode === "bm25") this.notice.textContent = this.#ready || this.#failed ? "No keyword matches." : "No keyword matches yet.";
     this.#expand(true);
   }
 
-  #option(h, i, terms, suggestion) {
+  #option(h, i, suggestion) {
     const li = el("li", { role: "option", id: `${this.input.id}-opt-${i}`, "aria-selected": "false", class: suggestion ? "suggestion" : "hit" });
     const a = el("a", { href: h.url, tabindex: "-1" });
     const title = h.title || h.page;
@@ -364,7 +397,7 @@ class NeedleSearch extends HTMLElement {
     a.append(crumbs);
     if (!suggestion) {
       const q = el("q", { class: "snippet", part: "snippet" });
-      appendMarked(q, snippet(withoutHeading(h.content, [title, ...sections]), terms), terms);
+      appendMarked(q, snippet(withoutHeading(view(h.content, h.marks), [title, ...sections])));
       a.append(q);
     }
     li.append(a);

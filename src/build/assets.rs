@@ -1,7 +1,8 @@
 //! The browser bundle's files that come with needle itself, embedded in the binary at compile
 //! time: the JavaScript API, worker, widget, highlight, service worker and CSS from `www/`, and
 //! (when `pkg/` was built first: see the crate's build script) the WebAssembly engine in both
-//! builds and its wasm-bindgen glue. Nothing is looked up in a source tree at run time.
+//! builds and its wasm-bindgen glue, and the lexical core the landing highlight runs. Nothing
+//! is looked up in a source tree at run time.
 
 /// One embedded file: its name in the bundle (before content hashing) and its bytes.
 #[derive(Debug, Clone, Copy)]
@@ -37,12 +38,14 @@ pub const WWW: Www = Www {
 };
 
 /// The WebAssembly engine: wasm-bindgen glue, the plain-SIMD build and, optionally, the
-/// relaxed-SIMD one.
+/// relaxed-SIMD one; and the lexical core (no model code) with its own glue.
 #[derive(Debug, Clone, Copy)]
 pub struct Engine {
     pub glue: Asset,
     pub wasm: Asset,
     pub wasm_relaxed: Option<Asset>,
+    pub lexical_glue: Asset,
+    pub lexical: Asset,
 }
 
 #[cfg_attr(not(needle_engine), allow(unused_macros))]
@@ -61,6 +64,8 @@ pub const ENGINE: Option<Engine> = Some(Engine {
     wasm_relaxed: Some(pkg!("needle_core_relaxed_bg.wasm")),
     #[cfg(not(needle_engine_relaxed))]
     wasm_relaxed: None,
+    lexical_glue: pkg!("needle_lexical.js"),
+    lexical: pkg!("needle_lexical_bg.wasm"),
 });
 #[cfg(not(needle_engine))]
 pub const ENGINE: Option<Engine> = None;

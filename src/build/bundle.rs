@@ -140,6 +140,8 @@ pub(crate) fn write_bundle_with(
         embedded("glue", &engine.glue),
         embedded("worker", &www.worker),
         embedded("highlight", &www.highlight),
+        embedded("lexical", &engine.lexical),
+        embedded("lexicalGlue", &engine.lexical_glue),
         embedded("css", &www.css),
         ("model", format!("model.{model_ext}"), Cow::Owned(model_bytes)),
         ("tokenizer", "tokenizer.json".into(), Cow::Owned(read(tokenizer)?)),
@@ -234,6 +236,8 @@ mod tests {
             glue: Asset { name: "needle_core.js", bytes: b"glue" },
             wasm: Asset { name: "needle_core_bg.wasm", bytes: b"baseline" },
             wasm_relaxed: relaxed.then_some(Asset { name: WASM_RELAXED, bytes: b"relaxed" }),
+            lexical_glue: Asset { name: "needle_lexical.js", bytes: b"lexical glue" },
+            lexical: Asset { name: "needle_lexical_bg.wasm", bytes: b"lexical" },
         }
     }
 

@@ -199,8 +199,11 @@ fn short(sha: &str) -> &str {
 pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previous: Option<&Index>) -> Result<(Index, BuildReport), Error> {
     let start = Instant::now();
     let mut report = BuildReport::default();
-    let stamp =
-        Stamp { model: model.stamp.clone(), pipeline_version: crate::PIPELINE_VERSION, extractor_version: extract::EXTRACTOR_VERSION };
+    let stamp = Stamp {
+        model: model.stamp.clone(),
+        pipeline_version: crate::PIPELINE_VERSION,
+        extractor_version: crate::doc::canonical::EXTRACTOR_VERSION,
+    };
     let previous = match previous.map(|p| Previous::new(p, &stamp, opts)) {
         None => None,
         Some(Ok(p)) => Some(p),

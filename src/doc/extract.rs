@@ -1,78 +1,8 @@
-//! Site → canonical text.
-//!
-//! needle cites an answer as `page#char=from,to`, a range of the page's **canonical text**. The
-//! text is built twice: here, from the built HTML file, when the index is made; and in the
-//! browser, by a script that walks the rendered DOM to highlight the cited range. Both must
-//! produce the *same string*, so the rule below is written for a DOM walker, not for a
-//! renderer: it looks at tag names, attributes and text nodes only, never at CSS. This comment
-//! is the one place the rule is defined; the four public constants it names
-//! ([`CONTENT_ROOT_SELECTORS`], [`DROP_SELECTORS`], [`BLOCK_ELEMENTS`], [`VERBATIM_ELEMENTS`])
-//! are what a mirror must copy, and [`EXTRACTOR_VERSION`] changes whenever any of it does.
-//!
-//! # The canonical text rule (HTML)
-//!
-//! 1. **Content root.** If the user gave a CSS selector, the root is the first element (in
-//!    document order) matching it; a page where it matches nothing is skipped. Otherwise, for
-//!    each selector of [`CONTENT_ROOT_SELECTORS`] in turn (`article.md-content__inner`, `main`,
-//!    `[role=main]`, `article`, `body`), the first element matching it is the root, and the
-//!    first selector that matches anything wins. Then, *only for this automatic choice*: if the
-//!    root has exactly one `article` descendant (at any depth), the root becomes that article
-//!    (Docusaurus, hugo-book and pydata put one `<article>` inside a `<main>` that also holds
-//!    the TOC column, the mobile header and the prev/next footer).
-//! 2. **Dropped subtrees.** Walking the root's subtree in document order, an element (other
-//!    than the root itself) that matches any selector of [`DROP_SELECTORS`] is skipped
-//!    together with everything inside it. Comments, processing instructions and doctypes
-//!    contribute nothing. Text nodes contribute their data, which the HTML parser has already
-//!    entity-decoded. `<img alt>`, `title=`, `aria-label=` and every other attribute contribute
-//!    nothing: they are not text the reader sees in the flow (an `alt` is shown only when the
-//!    image fails), and a highlight cannot be drawn over them.
-//! 3. **Blocks.** An element whose tag name is in [`BLOCK_ELEMENTS`] (`p`, `div`, `li`,
-//!    `td`, `th`, `tr`, `dt`, `dd`, `blockquote`, `section`, `figure`, `figcaption`, `header`,
-//!    `footer`, `details`, `summary`, `label`, … see the list) *starts and ends* a block: the
-//!    text gathered so far is closed as one piece when it opens, and again when it closes.
-//!    Nested blocks therefore flatten: `<li>a<ul><li>b</li></ul>c</li>` gives the three pieces
-//!    `a`, `b`, `c`. Every other element (`a`, `em`, `code`, `span`, unknown custom elements,
-//!    …) is inline: its text just continues the current piece, with no space added
-//!    (`foo<b>bar</b>` is `foobar`). Table cells: **each `td`/`th` is its own block** (no
-//!    tab-joined rows: a cell may itself hold paragraphs and lists, and a per-cell rule needs
-//!    no special case for that).
-//! 4. **Leaf blocks.** `h1`–`h6` and the [`VERBATIM_ELEMENTS`] (`pre`, `listing`, `xmp`,
-//!    `plaintext`) are leaves: everything inside them, whatever its tag (`div`, `p`, …),
-//!    belongs to their one piece, until the leaf element closes; the drop list still applies
-//!    inside them. An `h`*N* piece is a `Heading(N)` block, a verbatim piece a `Code` block,
-//!    every other piece a `Text` block. A leaf nested in a leaf is part of the outer one.
-//! 5. **`<br>`** is a line break: inside a verbatim leaf it is the character `"\n"`; elsewhere
-//!    it ends the current *line* of the piece (see 6). Inside a verbatim leaf, an element of
-//!    [`BLOCK_ELEMENTS`] also ends a line where it opens and where it closes: a `"\n"` is added
-//!    there unless the leaf's text so far is empty or already ends with `"\n"` (a browser shows
-//!    each such element on a line of its own; Expressive Code, Starlight's highlighter, writes
-//!    every code line as a `<div>` with no newline between them).
-//! 6. **Whitespace.** The whitespace set is the browser's collapsing set, ASCII only: U+0020
-//!    space, U+0009 tab, U+000A LF, U+000C FF, U+000D CR. U+00A0 NO-BREAK SPACE and every other
-//!    Unicode space are ordinary characters and are kept. For a `Text` or `Heading` piece:
-//!    each line (the text between two `<br>`) has every run of whitespace replaced by one
-//!    U+0020 and is trimmed of whitespace at both ends; empty lines are removed; the remaining
-//!    lines are joined with `"\n"`. For a `Code` piece: the text is kept verbatim (the HTML
-//!    parser has already removed the single newline that may follow `<pre>`), and only
-//!    whitespace at its two ends is trimmed.
-//! 7. **Assembly.** Pieces that are empty after step 6 vanish. The canonical text is the
-//!    remaining pieces in document order joined by exactly `"\n\n"`; each piece is a
-//!    [`Block`]. A `Text`/`Heading` block never contains `"\n\n"`; a `Code` block may.
-//! 8. **Sections.** A `Heading(N)` block pops every open heading of level ≥ N and is pushed;
-//!    every block's `section` is the list of open heading texts (a heading's own included;
-//!    any `"\n"` in a heading text becomes a space there).
-//! 9. **Title.** The text of the first `Heading(1)` block; else the `<title>` in `<head>` with
-//!    its whitespace collapsed (a title carries a site suffix, hence second choice); else the
-//!    file name without its extension.
-//!
-//! A page holding a `<meta http-equiv="refresh" content="…; url=…">` (anywhere; the keyword
-//! and `url` in any case) is a redirect stub, since the browser leaves it at once, and is
-//! skipped; so is a page whose canonical text is empty.
-//!
-//! Mirror notes for the browser: walk with a `TreeWalker`, not `innerText` (which applies CSS);
-//! use `/[ \t\n\f\r]+/` rather than `\s` (which includes U+00A0); `element.matches()` accepts
-//! every entry of [`DROP_SELECTORS`]. Browsers stop nesting elements at depth 512 where this
-//! parser does not, so pages nested deeper than that may differ.
+//! Site → canonical text: which files are pages, how they are decoded, and the index-time
+//! walker of the canonical text rule ([`crate::doc::canonical`], where the rule is defined):
+//! html5ever parses the page, `scraper` applies steps 1–2 (content root, dropped subtrees), and
+//! the rest of the page goes to a [`Canonicalizer`] as events, the same events the browser's
+//! walker sends from the rendered DOM.
 //!
 //! # Other sources
 //!
@@ -95,7 +25,6 @@
 //! encoding is decoded with encoding_rs (malformed bytes become U+FFFD, as in a browser). Every
 //! other file is UTF-8, and invalid UTF-8 is an error naming the file and the byte offset.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -105,14 +34,8 @@ use encoding_rs::Encoding;
 use globset::{GlobBuilder, GlobMatcher};
 use scraper::{ElementRef, Html, Node, Selector};
 
+use crate::doc::canonical::{Canonicalizer, CONTENT_ROOT_SELECTORS, DROP_SELECTORS};
 use crate::doc::text::{collapse_spaces, Block, BlockKind, Document};
-
-/// Version of the rule above and of the chrome lists. Bump whenever any change could alter a
-/// page's canonical text: an index built by another extractor is rebuilt, never mixed.
-/// 2: hugo-book's `#` permalinks, Docsy's tag list and child-page index, kramdown's in-page
-/// TOC (just-the-docs), Starlight's page footer and VitePress's code language badge are chrome;
-/// block elements inside `<pre>` end lines (Expressive Code's line `<div>`s).
-pub const EXTRACTOR_VERSION: u32 = 2;
 
 /// `index.html` at any depth: a folder's landing page, which generators often fill with a copy
 /// of another page (mdBook's is its first chapter), so that other page keeps the name.
@@ -158,107 +81,6 @@ pub const DEFAULT_EXCLUDES: &[&str] = &[
     // needle's own output folder.
     "needle/**",
 ];
-
-/// Where the content is, most specific first (rule step 1).
-pub const CONTENT_ROOT_SELECTORS: &[&str] = &["article.md-content__inner", "main", "[role=main]", "article", "body"];
-
-/// Chrome and invisible content: an element matching any of these is dropped with its subtree
-/// (rule step 2). Every entry is a compound selector (no combinators), so a match depends on
-/// the element alone and a DOM mirror can use `element.matches(DROP_SELECTORS.join(", "))`.
-///
-/// Visually hidden text (`.sr-only`, `.visually-hidden`, `.screen-reader-text`) is dropped on
-/// purpose: it is read to screen-reader users but never shown, it is nearly always affordance
-/// text ("Copy", "opens in a new tab", "Toggle navigation") rather than prose, and a cited
-/// range inside it would highlight nothing the reader can see.
-pub const DROP_SELECTORS: &[&str] = &[
-    // Not text, or not rendered as text.
-    "script",
-    "style",
-    "noscript",
-    "template",
-    "svg",
-    "canvas",
-    "iframe",
-    "object",
-    "embed",
-    "audio",
-    "video",
-    // Controls and navigation.
-    "button",
-    "nav",
-    "form",
-    "select",
-    "textarea",
-    "dialog:not([open])",
-    // Hidden.
-    "[hidden]",
-    "[aria-hidden=true]",
-    ".sr-only",
-    ".visually-hidden",
-    ".screen-reader-text",
-    // Permalink marks next to headings (Sphinx and MkDocs "¶", Docusaurus, VuePress/VitePress,
-    // anchor.js, Docsy).
-    ".headerlink",
-    ".hash-link",
-    ".anchor-link",
-    ".anchorjs-link",
-    ".header-anchor",
-    ".heading-anchor",
-    ".td-heading-self-link",
-    // hugo-book and Hugo render-heading hooks: `<a class="anchor" href="#id">#</a>`. Only a
-    // link to a fragment: Docusaurus puts `class="anchor"` on the heading itself.
-    "a.anchor[href^='#']",
-    // Tables of contents inside the content (docutils' `contents` directive, Docusaurus,
-    // kramdown's `{:toc}` list and just-the-docs' "Table of contents" label above it).
-    ".toc",
-    ".table-of-contents",
-    ".contents.topic",
-    "#markdown-toc",
-    ".no_toc.text-delta",
-    // Generated lists of other pages: Docsy's tags/categories and its child-page index.
-    ".taxonomy-terms-article",
-    ".section-index",
-    // Breadcrumbs, pager, edit/last-updated footers, version badges.
-    ".breadcrumbs",
-    ".breadcrumb",
-    ".pagination-nav",
-    ".theme-doc-footer",
-    ".theme-doc-toc-mobile",
-    ".theme-doc-version-badge",
-    ".theme-doc-version-banner",
-    ".md-source-file",
-    ".md-footer",
-    ".md-content__button",
-    ".td-page-meta__lastmod",
-    // Starlight's page footer: edit link, last updated, prev/next, "Built with Starlight".
-    "footer.sl-flex",
-    // VitePress's language badge on code blocks ("ts", "bash"), next to its copy button.
-    "span.lang",
-    // Bootstrap's "not in print" marker: Docsy's feedback widget and sidebars use it.
-    ".d-print-none",
-    // mdBook's hidden lines of Rust examples (`# fn main() {`), folded away for readers.
-    ".boring",
-    // Line numbers of Pygments code tables; Sphinx's "[source]"/"[docs]" cross-links.
-    ".linenos",
-    ".viewcode-link",
-    ".viewcode-back",
-];
-
-/// Elements that start and end a block (rule step 3). `h1`–`h6` and [`VERBATIM_ELEMENTS`] are
-/// blocks too, handled as leaves. `label` is here although HTML renders it inline: in content
-/// it is nearly always a tab title (MkDocs Material's content tabs are `<label>`s written with
-/// no space between them, which would otherwise glue "YAML" and "Shell" into "YAMLShell").
-#[rustfmt::skip]
-pub const BLOCK_ELEMENTS: &[&str] = &[
-    "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir",
-    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
-    "header", "hgroup", "hr", "html", "label", "legend", "li", "listing", "main", "menu", "nav", "ol", "p",
-    "plaintext", "pre", "search", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
-    "xmp",
-];
-
-/// Elements whose text is kept verbatim as one `Code` block (rule step 4).
-pub const VERBATIM_ELEMENTS: &[&str] = &["pre", "listing", "xmp", "plaintext"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExtractError {
@@ -679,7 +501,6 @@ static ARTICLE: LazyLock<Selector> = LazyLock::new(|| Selector::parse("article")
 static BODY: LazyLock<Selector> = LazyLock::new(|| Selector::parse("body").expect("valid CSS"));
 static HEAD_TITLE: LazyLock<Selector> = LazyLock::new(|| Selector::parse("head > title").expect("valid CSS"));
 static META: LazyLock<Selector> = LazyLock::new(|| Selector::parse("meta[http-equiv]").expect("valid CSS"));
-static BLOCKS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| BLOCK_ELEMENTS.iter().copied().collect());
 
 fn parse_user_selector(path: &str, selector: &str) -> Result<Selector, ExtractError> {
     Selector::parse(selector).map_err(|e| ExtractError::BadSelector {
@@ -759,174 +580,40 @@ fn automatic_root(doc: &Html) -> Option<ElementRef<'_>> {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Text,
-    Heading(u8),
-    Code,
-}
-
-fn heading_level(name: &str) -> Option<u8> {
-    match name {
-        "h1" => Some(1),
-        "h2" => Some(2),
-        "h3" => Some(3),
-        "h4" => Some(4),
-        "h5" => Some(5),
-        "h6" => Some(6),
-        _ => None,
-    }
-}
-
-/// Accumulates pieces into the canonical text (steps 3–8).
-struct Builder {
-    text: String,
-    blocks: Vec<Block>,
-    sections: Vec<(u8, String)>,
-    /// The current piece: its lines (split at `<br>` outside verbatim leaves). Never empty.
-    lines: Vec<String>,
-    /// The open leaf element (heading or verbatim), if any.
-    leaf: Option<(NodeId, Mode)>,
-}
-
-impl Builder {
-    fn new() -> Self {
-        Builder { text: String::new(), blocks: Vec::new(), sections: Vec::new(), lines: vec![String::new()], leaf: None }
-    }
-
-    fn push_text(&mut self, s: &str) {
-        if let Some(line) = self.lines.last_mut() {
-            line.push_str(s);
-        }
-    }
-
-    fn line_break(&mut self) {
-        match self.leaf {
-            Some((_, Mode::Code)) => self.push_text("\n"),
-            _ => self.lines.push(String::new()),
-        }
-    }
-
-    /// Inside a verbatim leaf, a block element's edge ends the line (rule step 5).
-    fn code_line_end(&mut self) {
-        if let Some((_, Mode::Code)) = self.leaf {
-            if self.lines.last().and_then(|l| l.chars().last()).is_some_and(|c| c != '\n') {
-                self.push_text("\n");
-            }
-        }
-    }
-
-    fn open(&mut self, id: NodeId, name: &str) {
-        if self.leaf.is_some() {
-            if name == "br" {
-                self.line_break();
-            } else if BLOCKS.contains(name) {
-                self.code_line_end();
-            }
-            return;
-        }
-        if let Some(level) = heading_level(name) {
-            self.flush();
-            self.leaf = Some((id, Mode::Heading(level)));
-        } else if VERBATIM_ELEMENTS.contains(&name) {
-            self.flush();
-            self.leaf = Some((id, Mode::Code));
-        } else if BLOCKS.contains(name) {
-            self.flush();
-        } else if name == "br" {
-            self.line_break();
-        }
-    }
-
-    fn close(&mut self, id: NodeId, name: &str) {
-        if let Some((leaf, _)) = self.leaf {
-            if leaf == id {
-                self.flush();
-                self.leaf = None;
-            } else if BLOCKS.contains(name) {
-                self.code_line_end();
-            }
-            return;
-        }
-        if BLOCKS.contains(name) {
-            self.flush();
-        }
-    }
-
-    /// Closes the current piece as a block of the current mode, if it has any text.
-    fn flush(&mut self) {
-        let mode = self.leaf.map_or(Mode::Text, |(_, m)| m);
-        let lines = std::mem::replace(&mut self.lines, vec![String::new()]);
-        let piece = match mode {
-            Mode::Code => lines.concat().trim_matches(|c: char| c.is_ascii_whitespace()).to_string(),
-            Mode::Text | Mode::Heading(_) => {
-                lines.iter().map(|l| collapse_spaces(l)).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n")
-            }
-        };
-        if piece.is_empty() {
-            return;
-        }
-        if !self.text.is_empty() {
-            self.text.push_str("\n\n");
-        }
-        let start = self.text.len();
-        self.text.push_str(&piece);
-        let end = self.text.len();
-        let kind = match mode {
-            Mode::Text => BlockKind::Text,
-            Mode::Code => BlockKind::Code,
-            Mode::Heading(level) => {
-                while self.sections.last().is_some_and(|(l, _)| *l >= level) {
-                    self.sections.pop();
-                }
-                self.sections.push((level, piece.replace('\n', " ")));
-                BlockKind::Heading(level)
-            }
-        };
-        let section = self.sections.iter().map(|(_, s)| s.clone()).collect();
-        self.blocks.push(Block { start, end, kind, section });
-    }
-}
-
-/// Steps 2–8 over the subtree of `root`. Iterative (ego-tree's traversal keeps no call stack),
-/// so arbitrarily deep markup cannot overflow the stack.
+/// Steps 2–8 over the subtree of `root`: the dropped subtrees are skipped here, the rest goes
+/// to the rule as events. Iterative (ego-tree's traversal keeps no call stack), so arbitrarily
+/// deep markup cannot overflow the stack.
 fn canonical(root: ElementRef<'_>) -> (String, Vec<Block>) {
-    let mut b = Builder::new();
+    let mut rule = Canonicalizer::new(false);
     let root_id = root.id();
     let mut dropped: Option<NodeId> = None;
     for edge in root.traverse() {
         match edge {
-            Edge::Open(node) => {
-                if dropped.is_some() {
-                    continue;
-                }
-                match node.value() {
-                    Node::Text(t) => b.push_text(t),
-                    Node::Element(el) => {
-                        if node.id() != root_id && ElementRef::wrap(node).is_some_and(|e| DROP.matches(&e)) {
-                            dropped = Some(node.id());
-                            continue;
-                        }
-                        b.open(node.id(), el.name());
+            Edge::Open(node) if dropped.is_none() => match node.value() {
+                Node::Text(t) => rule.text(t),
+                Node::Element(el) => {
+                    if node.id() != root_id && ElementRef::wrap(node).is_some_and(|e| DROP.matches(&e)) {
+                        dropped = Some(node.id());
+                    } else {
+                        rule.open(el.name());
                     }
-                    _ => {}
                 }
-            }
-            Edge::Close(node) => {
-                if let Some(id) = dropped {
-                    if id == node.id() {
-                        dropped = None;
+                _ => {}
+            },
+            Edge::Open(_) => {}
+            Edge::Close(node) => match dropped {
+                Some(id) if id == node.id() => dropped = None,
+                Some(_) => {}
+                None => {
+                    if let Node::Element(el) = node.value() {
+                        rule.close(el.name());
                     }
-                    continue;
                 }
-                if let Node::Element(el) = node.value() {
-                    b.close(node.id(), el.name());
-                }
-            }
+            },
         }
     }
-    b.flush();
-    (b.text, b.blocks)
+    let c = rule.finish();
+    (c.text, c.blocks)
 }
 
 /// Markdown → HTML → the HTML rule with the rendered `body` as the root.
@@ -1079,6 +766,177 @@ mod tests {
         assert!(ex.dir_match("needle").is_some());
         assert!(ex.dir_match("guide/needle").is_none());
         assert!(ex.file_match("intro.html").is_none());
+    }
+
+    /// The two walkers of the canonical text rule, through the same events: a generated tree
+    /// walked as the browser walks its DOM (dropping by the generated element's own tag or
+    /// class), and the same tree written as HTML, parsed by html5ever and walked by [`canonical`].
+    mod props {
+        use super::*;
+        use crate::doc::canonical::{Canonical, Event, Source};
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Tree {
+            Text(String),
+            El { name: &'static str, class: Option<&'static str>, children: Vec<Tree> },
+        }
+
+        /// Elements that html5ever nests as written (no implied end tags, no foster parenting)
+        /// as long as a heading is not the direct child of a heading and `<pre>`'s first text
+        /// does not start with a newline (both avoided below). `nav` and `script` are dropped.
+        const NAMES: &[&str] =
+            &["div", "section", "blockquote", "span", "em", "code", "b", "pre", "h2", "h3", "br", "nav", "label", "my-tag"];
+        /// Classes: two dropped ones, two not.
+        const CLASSES: &[&str] = &["headerlink", "sr-only", "note", "boring-not"];
+
+        fn text() -> impl Strategy<Value = Tree> {
+            prop::collection::vec(
+                prop::sample::select(vec!["a", "b", "cd", " ", "  ", "\n", "\t", "\u{a0}", "é", "\u{1F600}", "&", "<", "x y"]),
+                0..6,
+            )
+            .prop_map(|parts| Tree::Text(parts.concat()))
+        }
+
+        fn tree() -> impl Strategy<Value = Tree> {
+            text().prop_recursive(5, 48, 5, |inner| {
+                (
+                    prop::sample::select(NAMES),
+                    prop::option::weighted(0.25, prop::sample::select(CLASSES)),
+                    prop::collection::vec(inner, 0..5),
+                )
+                    .prop_map(|(name, class, children)| {
+                        let children = if name == "br" { Vec::new() } else { children };
+                        Tree::El { name, class, children }
+                    })
+            })
+        }
+
+        fn is_heading(name: &str) -> bool {
+            matches!(name, "h2" | "h3")
+        }
+
+        /// Rewrites what html5ever would restructure, so that the HTML parses back to this tree.
+        fn tame(t: Tree, parent: &str) -> Tree {
+            match t {
+                Tree::Text(s) if parent == "pre" => Tree::Text(s.trim_start_matches('\n').to_string()),
+                Tree::Text(s) => Tree::Text(s),
+                Tree::El { name, class, children } => {
+                    let name = if is_heading(name) && is_heading(parent) { "span" } else { name };
+                    let mut children: Vec<Tree> = children.into_iter().map(|c| tame(c, name)).collect();
+                    // Adjacent text nodes are one node once parsed; a newline-led text node
+                    // anywhere first in a <pre> would lose that newline.
+                    merge_texts(&mut children);
+                    Tree::El { name, class, children }
+                }
+            }
+        }
+
+        fn merge_texts(children: &mut Vec<Tree>) {
+            let mut out: Vec<Tree> = Vec::new();
+            for c in children.drain(..) {
+                match (out.last_mut(), c) {
+                    (Some(Tree::Text(a)), Tree::Text(b)) => a.push_str(&b),
+                    (_, Tree::Text(b)) if b.is_empty() => {}
+                    (_, c) => out.push(c),
+                }
+            }
+            *children = out;
+        }
+
+        fn html(t: &Tree, out: &mut String) {
+            match t {
+                Tree::Text(s) => {
+                    for c in s.chars() {
+                        match c {
+                            '&' => out.push_str("&amp;"),
+                            '<' => out.push_str("&lt;"),
+                            '>' => out.push_str("&gt;"),
+                            c => out.push(c),
+                        }
+                    }
+                }
+                Tree::El { name, class, children } => {
+                    out.push('<');
+                    out.push_str(name);
+                    if let Some(c) = class {
+                        out.push_str(&format!(" class=\"{c}\""));
+                    }
+                    out.push('>');
+                    if *name != "br" {
+                        for c in children {
+                            html(c, out);
+                        }
+                        out.push_str(&format!("</{name}>"));
+                    }
+                }
+            }
+        }
+
+        /// The DOM walker's side: events straight from the tree; `texts` gets every text node sent.
+        fn events<'a>(t: &'a Tree, root: bool, out: &mut Vec<Event<'a>>, texts: &mut Vec<&'a str>) {
+            match t {
+                Tree::Text(s) => {
+                    out.push(Event::Text(s));
+                    texts.push(s);
+                }
+                Tree::El { name, class, children } => {
+                    let dropped = matches!(*name, "nav" | "script") || matches!(*class, Some("headerlink" | "sr-only"));
+                    if dropped && !root {
+                        return;
+                    }
+                    out.push(Event::Open(name));
+                    for c in children {
+                        events(c, false, out, texts);
+                    }
+                    out.push(Event::Close(name));
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+            #[test]
+            fn the_html_walker_and_a_dom_walker_give_one_text(children in prop::collection::vec(tree(), 0..6)) {
+                let body = tame(Tree::El { name: "body", class: None, children }, "html");
+                let mut page = String::from("<!doctype html><html><head></head>");
+                html(&body, &mut page);
+                page.push_str("</html>");
+
+                let mut evs = Vec::new();
+                let mut texts = Vec::new();
+                events(&body, true, &mut evs, &mut texts);
+                let mut rule = Canonicalizer::new(true);
+                for e in &evs {
+                    rule.event(*e);
+                }
+                let dom: Canonical = rule.finish();
+
+                match extract_html("t.html", &page, &ExtractOptions::default()) {
+                    Ok(Extracted::Page(doc)) => {
+                        prop_assert_eq!(&doc.text, &dom.text, "page {}", page);
+                        prop_assert_eq!(&doc.blocks, &dom.blocks);
+                    }
+                    Ok(Extracted::Skipped(_)) => prop_assert!(dom.text.is_empty(), "skipped, but the DOM walk gives {:?}", dom.text),
+                    Err(e) => prop_assert!(false, "{}", e),
+                }
+
+                // Every unit of the text is a unit of the text node it names (a collapsed
+                // whitespace run shows as one space), or a separator "\n".
+                let units: Vec<u16> = dom.text.encode_utf16().collect();
+                prop_assert_eq!(units.len(), dom.sources.len());
+                for (i, s) in dom.sources.iter().enumerate() {
+                    if *s == Source::SEPARATOR {
+                        prop_assert_eq!(units[i], u16::from(b'\n'));
+                        continue;
+                    }
+                    let node: Vec<u16> = texts[s.node as usize].encode_utf16().collect();
+                    let src = node[s.offset as usize];
+                    let ws = |u: u16| matches!(u, 0x20 | 0x09 | 0x0a | 0x0c | 0x0d);
+                    prop_assert!(src == units[i] || (units[i] == 0x20 && ws(src)), "unit {} of {:?}", i, dom.text);
+                }
+            }
+        }
     }
 
     #[test]

@@ -12,7 +12,35 @@ pub const B: f32 = 0.75;
 /// Lowercased alphanumeric runs. `char::is_alphanumeric` keeps letters and digits of every
 /// script, so "café" and "日本語" are words too.
 pub fn tokenize(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_lowercase()).collect()
+    words(s).map(|(_, w)| w.to_lowercase()).collect()
+}
+
+/// The alphanumeric runs of `s` (before lowercasing) with their byte offsets: what
+/// [`tokenize`] makes tokens of.
+fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(move |w| (w.as_ptr() as usize - s.as_ptr() as usize, w))
+}
+
+/// Where `text`'s tokens that are among `terms` (lowercase, as [`tokenize`] makes them) are:
+/// `(from, to)` in UTF-16 units, in order. The widget marks these in a result, so marking and
+/// ranking agree on what a word is.
+pub fn marks(text: &str, terms: &[String]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    if terms.is_empty() {
+        return out;
+    }
+    let (mut byte, mut unit) = (0usize, 0usize);
+    for (at, w) in words(text) {
+        if !terms.contains(&w.to_lowercase()) {
+            continue;
+        }
+        unit += crate::doc::text::utf16_len(&text[byte..at]);
+        let len = crate::doc::text::utf16_len(w);
+        out.push((unit as u32, (unit + len) as u32));
+        unit += len;
+        byte = at + w.len();
+    }
+    out
 }
 
 /// English words too common to be worth marking in a result: the widget highlights a query's
@@ -180,6 +208,14 @@ mod tests {
         let bm = Bm25::build(["the docs say drop is not called", "docs on leaking", "docs on Drop order", "panics"].iter().copied());
         assert_eq!(bm.marked_terms("Is DROP not called? drop the docs, zebra"), ["drop", "called"]);
         assert!(bm.marked_terms("").is_empty());
+    }
+
+    #[test]
+    fn marks_are_the_tokens_bm25_matched_in_utf16_units() {
+        let terms = vec!["drop".to_string(), "café".to_string()];
+        // "😀" is two UTF-16 units; "Dropped" and "undrop" are other tokens.
+        assert_eq!(marks("😀 DROP café, Dropped undrop drop", &terms), [(3, 7), (8, 12), (29, 33)]);
+        assert!(marks("drop", &[]).is_empty());
     }
 
     #[test]
