@@ -56,8 +56,12 @@ export interface OpenOptions {
   worker?: boolean;
   /** Keep the bundle's files in the Cache API for offline visits (default true). */
   cache?: boolean;
-  /** Load the model (default true); false keeps the engine lexical-only. */
-  model?: boolean;
+  /**
+   * Load the engine and the model after the lexical core (default true); false keeps search
+   * lexical-only (nothing but the lexical core and the index is fetched); "on-demand" waits for
+   * the first `engine.loadModel()`.
+   */
+  model?: boolean | "on-demand";
   /**
    * Run the relaxed-SIMD engine build where the browser validates it (default true; it embeds
    * queries about 10 % faster). false always runs the plain SIMD build.
@@ -116,6 +120,8 @@ export interface Engine {
   embed(text: string): Promise<number[]>;
   /** Memory of the engine's thread (for load tests and diagnostics). */
   memory(): Promise<NeedleMemory>;
+  /** With `{ model: "on-demand" }`: starts loading the engine and the model; resolves to `ready`. */
+  loadModel(): Promise<void>;
   close(): void;
 }
 

@@ -9,8 +9,9 @@
 // The engine is needle's Rust code compiled to WebAssembly; it runs in a Web Worker (in Node,
 // or with { worker: false }, in the calling thread). This file only moves bytes: it reads
 // `manifest.json`, fetches the hashed files it names (through the Cache API, so a second visit
-// needs no network), and hands them to the engine. Lexical search answers as soon as the index
-// is in; hybrid once the model is.
+// needs no network), and hands them to the engine. Lexical search answers as soon as the lexical
+// core (the engine without model code) and the index are in; hybrid once the engine and the
+// model are.
 
 const CACHE_NAME = "needle-v1";
 const isNode = typeof process !== "undefined" && !!process.versions?.node && typeof window === "undefined";
@@ -78,6 +79,15 @@ class Engine {
   /** The chunks of `page`: [{ from, to, section, content }]. */
   async chunksOf(page) {
     return JSON.parse(await this.#backend.call("chunksOf", [page]));
+  }
+
+  /**
+   * Starts loading the engine and the model when the engine was opened with
+   * `{ model: "on-demand" }` (otherwise they load at once); resolves to `ready`.
+   */
+  async loadModel() {
+    await this.#backend.call("loadModel", []);
+    return this.ready;
   }
 
   /** The query embedding (for benchmarks and comparisons); needs the model. */
@@ -236,8 +246,14 @@ function createCore(baseUrl, manifest, options) {
       return bytes;
     });
 
+  // Lexical search runs in the lexical core (no model code, about a thirtieth of the engine's
+  // bytes) as soon as it and the index are in; the engine and the model follow, and once the
+  // model is loaded the engine answers everything. Nothing else is fetched before the first
+  // lexical answer is possible, so it does not share the link with megabytes of model.
+  let lexicalEngine = null;
   let engine = null;
   let exports = null;
+  let indexBytes = null;
   // Bytes the engine refused are dropped from the cache: a corrupt download is not kept for
   // every later visit (the names are content hashes, so the cache is read first).
   const evict = async (...roles) => {
@@ -247,68 +263,96 @@ function createCore(baseUrl, manifest, options) {
   };
   const lexical = (async () => {
     if (options.cache && typeof caches !== "undefined") pruneCache(baseUrl, manifest).catch(() => {});
-    const role = engineRole(manifest, options);
-    const own = await loadGlue(baseUrl, manifest, role);
-    const glue = own.module;
-    const [wasm, index] = await Promise.all([own.wasm ? readFileUrl(own.wasm) : get(role), get("index")]);
     const t0 = now();
-    exports = await glue.default({ module_or_path: wasm }).catch(async (e) => {
-      if (!own.wasm) await evict(role);
-      throw e;
-    });
+    const [core, index] = await Promise.all([
+      lexicalCore(baseUrl, manifest, { cache: options.cache, get: () => get("lexical") }).catch(async (e) => {
+        await evict("lexical");
+        throw e;
+      }),
+      get("index"),
+    ]);
     const t1 = now();
     try {
-      engine = new glue.Engine(index, manifest.files.index);
+      lexicalEngine = new core.glue.Engine(index, manifest.files.index);
     } catch (e) {
       await evict("index");
       throw e;
     }
-    progress({ phase: "lexical", wasm: role === "wasmRelaxed" ? "relaxed-simd" : "simd128", compileMs: t1 - t0, indexMs: now() - t1, done: true });
+    indexBytes = index;
+    exports = core.exports;
+    progress({ phase: "lexical", loadMs: t1 - t0, indexMs: now() - t1, done: true });
   })();
+  // "on-demand": the engine and model wait for the first `loadModel` call.
+  let wantModel;
+  const modelWanted = new Promise((r) => (wantModel = r));
+  if (options.model !== "on-demand") wantModel();
   const ready = (async () => {
     if (options.model === false) return new Promise(() => {});
-    const [model, tokenizer] = await Promise.all([get("model"), get("tokenizer"), lexical]);
-    // Let queries that are already waiting answer lexically before the model's load blocks.
+    await lexical;
+    await modelWanted;
+    const role = engineRole(manifest, options);
+    const own = await loadGlue(baseUrl, manifest, role);
+    const [wasm, model, tokenizer] = await Promise.all([own.wasm ? readFileUrl(own.wasm) : get(role), get("model"), get("tokenizer")]);
+    // Let queries that are already waiting answer lexically before the engine's load blocks.
     await new Promise((r) => setTimeout(r, 0));
     const t0 = now();
+    const fullExports = await own.module.default({ module_or_path: wasm }).catch(async (e) => {
+      if (!own.wasm) await evict(role);
+      throw e;
+    });
+    const t1 = now();
+    const full = new own.module.Engine(indexBytes, manifest.files.index);
     try {
-      engine.loadModel(model, tokenizer);
+      full.loadModel(model, tokenizer);
     } catch (e) {
+      full.free();
       await evict("model", "tokenizer");
       throw new Error(`the model ${manifest.files.model} and tokenizer ${manifest.files.tokenizer} were refused: ${e?.message ?? e}`);
     }
-    progress({ phase: "ready", modelMs: now() - t0, done: true });
+    engine = full;
+    exports = fullExports;
+    lexicalEngine.free();
+    lexicalEngine = null;
+    indexBytes = null;
+    progress({ phase: "ready", wasm: role === "wasmRelaxed" ? "relaxed-simd" : "simd128", compileMs: t1 - t0, modelMs: now() - t1, done: true });
   })();
   ready.catch(() => {});
   lexical.catch(() => {});
+  /** The engine that answers now: the full one once the model is in, else the lexical core. */
+  const current = () => engine ?? lexicalEngine;
+  const full = () => {
+    if (!engine) throw new Error("the model is not loaded");
+    return engine;
+  };
 
   return {
     lexical,
     ready,
     async call(op, args) {
       if (op === "memory") return memory(exports);
+      if (op === "loadModel") return void wantModel();
       await lexical;
       switch (op) {
         case "search": {
           const [q, k, mode, cut, maxChunks] = args;
-          return engine.search(q, k, mode, cut ?? undefined, maxChunks ?? undefined);
+          return current().search(q, k, mode, cut ?? undefined, maxChunks ?? undefined);
         }
         case "prompt":
-          return engine.prompt(args[0], args[1]);
+          return current().prompt(args[0], args[1]);
         case "pages":
-          return engine.pages();
+          return current().pages();
         case "quote":
-          return engine.quote(args[0], args[1], args[2]);
+          return current().quote(args[0], args[1], args[2]);
         case "chunksOf":
-          return engine.chunksOf(args[0]);
+          return current().chunksOf(args[0]);
         case "embed":
-          return engine.embed(args[0]);
+          return full().embed(args[0]);
         case "tokenize":
-          return engine.tokenize(args[0]);
+          return full().tokenize(args[0]);
         case "bench":
-          return bench(engine, args[0], args[1] ?? {});
+          return bench(current(), args[0], args[1] ?? {});
         case "benchEmbed":
-          return benchEmbed(engine, args[0], args[1] ?? {});
+          return benchEmbed(full(), args[0], args[1] ?? {});
         default:
           throw new Error(`unknown operation ${op}`);
       }
@@ -416,12 +460,18 @@ export async function loadManifest(baseUrl, options = {}) {
 }
 
 /**
- * The bundle's lexical core: the WebAssembly build with no model code (about 90 KB brotli), which
- * runs the canonical text rule for the landing highlight. Fetched through the cache like every
- * hashed file, initialised once per page.
+ * The bundle's lexical core: the WebAssembly build with no model code (about 95 KB brotli). It
+ * answers lexical queries before the engine and model are in, and runs the canonical text rule
+ * for the landing highlight. Fetched through the cache like every hashed file, initialised
+ * once per page or worker; resolves to its wasm-bindgen module.
  */
+export async function loadLexicalCore(baseUrl, manifest, options = {}) {
+  return (await lexicalCore(baseUrl, manifest, options)).glue;
+}
+
 const lexicalCores = new Map();
-export function loadLexicalCore(baseUrl, manifest, options = {}) {
+/** `{ glue, exports }` of the lexical core; `options.get` fetches its bytes (with progress). */
+function lexicalCore(baseUrl, manifest, options = {}) {
   const { lexical, lexicalGlue } = manifest.files;
   if (!lexical || !lexicalGlue) return Promise.reject(new Error("needle: this bundle has no lexical core (rebuild it with a newer needle)"));
   const key = new URL(lexical, baseUrl).href;
@@ -429,10 +479,9 @@ export function loadLexicalCore(baseUrl, manifest, options = {}) {
     const core = (async () => {
       const [glue, wasm] = await Promise.all([
         runtimeImport(new URL(lexicalGlue, baseUrl).href),
-        getBytes(new URL(lexical, baseUrl), { cache: options.cache !== false }),
+        options.get ? options.get() : getBytes(new URL(lexical, baseUrl), { cache: options.cache !== false }),
       ]);
-      await glue.default({ module_or_path: wasm });
-      return glue;
+      return { glue, exports: await glue.default({ module_or_path: wasm }) };
     })();
     core.catch(() => lexicalCores.delete(key));
     lexicalCores.set(key, core);
@@ -472,7 +521,9 @@ async function getBytes(u, { cache: useCache = true, total, onProgress } = {}) {
 }
 
 async function readWithProgress(res, total, onProgress) {
-  const length = Number(res.headers.get("content-length")) || total || 0;
+  // The manifest's size first: it counts the bytes the body yields, where a compressing
+  // server's content-length counts the bytes on the wire.
+  const length = total || Number(res.headers.get("content-length")) || 0;
   if (!res.body || !onProgress) return new Uint8Array(await res.arrayBuffer());
   const reader = res.body.getReader();
   const parts = [];

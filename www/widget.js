@@ -10,7 +10,10 @@
 // Attributes: base (the bundle URL; default: this script's folder), placeholder, k (answers
 // shown, default 4), preload (start loading the engine at once instead of on first focus),
 // selector (the content root, if the index was built with --selector), offline (register
-// needle-sw.js so that a second visit works with the network off).
+// needle-sw.js so that a second visit works with the network off), semantic (when the engine
+// and model that make search semantic download, after the lexical core that answers first:
+// "auto", the default, as soon as the box is used; "on-demand" at the first query; "off" never,
+// keyword search only).
 // The UI lives in an open shadow root: the page's CSS cannot reach it (widget.css resets what
 // would be inherited), only the custom properties documented in widget.css and ::part(input,
 // panel, results, crumbs, snippet, …) theme it. Indexed text is always inserted as text
@@ -187,6 +190,10 @@ function sectionPath(section, title) {
   return parts;
 }
 
+/** The bundle files that make search semantic (they download after the lexical core). */
+const SEMANTIC_FILES = new Set(["wasm", "wasmRelaxed", "glue", "model", "tokenizer"]);
+const mb = (bytes) => (bytes / 1e6).toFixed(1);
+
 let counter = 0;
 
 class NeedleSearch extends HTMLElement {
@@ -197,7 +204,8 @@ class NeedleSearch extends HTMLElement {
   #failed = null;
   /** Why search is unavailable (the index or the engine failed), or null. */
   #broken = null;
-  #progress = { loaded: 0, total: 0 };
+  /** Bytes of each semantic file so far: { [role]: { loaded, total } }. */
+  #progress = {};
   #seq = 0;
   #active = -1;
   #options = [];
@@ -262,7 +270,8 @@ class NeedleSearch extends HTMLElement {
    * so and answer nothing; a model that cannot be loaded leaves keyword search, with a notice.
    */
   #open() {
-    this.#opening ??= open(this.base, { onProgress: (p) => this.#onProgress(p) }).then((engine) => {
+    const model = { off: false, "on-demand": "on-demand" }[this.getAttribute("semantic")] ?? true;
+    this.#opening ??= open(this.base, { model, onProgress: (p) => this.#onProgress(p) }).then((engine) => {
       this.#engine = engine;
       engine.lexical.catch((e) => this.#fail(e));
       engine.ready.then(
@@ -298,16 +307,22 @@ class NeedleSearch extends HTMLElement {
     this.dispatchEvent(new CustomEvent("needle:error", { detail: { error: this.#broken } }));
   }
 
+  /**
+   * The semantic part's download (the engine, the model and the tokenizer, which follow the
+   * lexical core), as bytes done of the total: lexical results are already showing meanwhile.
+   */
   #onProgress(p) {
     if (this.#broken || this.#failed) return; // a late download's progress must not hide the notice
-    if (p.file === "model" || p.file === "tokenizer") {
-      if (p.file === "model") this.#progress = { loaded: p.loaded, total: p.total || this.#progress.total };
-      const pct = this.#progress.total ? Math.min(100, Math.round((100 * this.#progress.loaded) / this.#progress.total)) : 0;
-      this.bar.hidden = this.#ready;
-      this.bar.setAttribute("aria-valuenow", String(pct));
-      this.bar.firstChild.style.width = `${pct}%`;
-      this.#say(`Loading the semantic model… ${pct}%`);
-    }
+    if (!SEMANTIC_FILES.has(p.file)) return;
+    this.#progress[p.file] = { loaded: p.loaded, total: p.total || p.loaded };
+    const parts = Object.values(this.#progress);
+    const loaded = parts.reduce((a, f) => a + f.loaded, 0);
+    const total = parts.reduce((a, f) => a + f.total, 0);
+    const pct = total ? Math.min(100, Math.round((100 * loaded) / total)) : 0;
+    this.bar.hidden = this.#ready;
+    this.bar.setAttribute("aria-valuenow", String(pct));
+    this.bar.firstChild.style.width = `${pct}%`;
+    this.#say(`Keyword results now; loading semantic search… ${mb(loaded)} of ${mb(total)} MB`);
   }
 
   #say(text) {
@@ -325,6 +340,7 @@ class NeedleSearch extends HTMLElement {
     let r;
     try {
       const engine = await this.#open();
+      if (this.getAttribute("semantic") === "on-demand") engine.loadModel().catch(() => {}); // reported through `ready`
       r = await engine.search(q, { k: 10, mode: "hybrid" });
     } catch (e) {
       // No index (or no engine): say why and show nothing, never stale or partial results.
@@ -365,7 +381,9 @@ class NeedleSearch extends HTMLElement {
         ? "Keyword matches (semantic search unavailable)"
         : this.#ready
           ? "Keyword matches"
-          : "Keyword matches (semantic search is still loading)";
+          : this.getAttribute("semantic") === "off"
+            ? "Keyword matches (this site searches by keyword only)"
+            : "Keyword matches (semantic search is still loading)";
       hits = r.hits.slice(0, shown);
     } else if (r.answer.length) {
       this.panel.dataset.state = "answer";
@@ -382,7 +400,9 @@ class NeedleSearch extends HTMLElement {
       }
     }
     hits.forEach((h, i) => this.list.append(this.#option(h, i, this.panel.dataset.state === "no-answer")));
-    if (!hits.length && r.mode === "bm25") this.notice.textContent = this.#ready || this.#failed ? "No keyword matches." : "No keyword matches yet.";
+    if (!hits.length && r.mode === "bm25") {
+      this.notice.textContent = this.#ready || this.#failed || this.getAttribute("semantic") === "off" ? "No keyword matches." : "No keyword matches yet.";
+    }
     this.#expand(true);
   }
 

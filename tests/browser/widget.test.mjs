@@ -47,11 +47,12 @@ describe("the widget", () => {
     return ctx.newPage();
   }
 
-  it("shows lexical results while the model download is held back, and hybrid ones after it completes", async () => {
+  it("shows lexical results while the engine and model downloads are held back, and hybrid ones after they complete", async () => {
     const page = await newPage();
     let release;
     const held = new Promise((r) => (release = r));
-    await page.route(/\/needle\/model\.[0-9a-f]{16}\.onnx$/, async (route) => {
+    // The first answer comes from the lexical core and the index alone.
+    await page.route(/\/needle\/(model\.[0-9a-f]{16}\.onnx|needle_core(_relaxed)?_bg\.[0-9a-f]{16}\.wasm)$/, async (route) => {
       await held;
       await route.continue();
     });
@@ -71,6 +72,32 @@ describe("the widget", () => {
     assert.ok(hybrid.answer.length > 0, "the fixture question is answered once hybrid");
     assert.equal(await page.locator("needle-search .panel").getAttribute("data-state"), "answer");
     await page.close();
+  });
+
+  it("semantic=off searches by keyword and never fetches the engine or the model; on-demand fetches them at the first query", async () => {
+    for (const mode of ["off", "on-demand"]) {
+      const page = await newPage();
+      const fetched = [];
+      page.on("request", (r) => fetched.push(new URL(r.url()).pathname));
+      await page.goto(server.url + "index.html");
+      await page.evaluate((m) => document.querySelector("needle-search").setAttribute("semantic", m), mode);
+      await page.focus(box);
+      await page.evaluate(async () => (await document.querySelector("needle-search").engine).lexical);
+      const semantic = () => fetched.filter((p) => /\/needle\/(needle_core|model|tokenizer)[._]/.test(p));
+      assert.deepEqual(semantic(), [], `${mode}: nothing semantic is fetched before a query`);
+      assert.ok(fetched.some((p) => /\/needle\/needle_lexical_bg\.[0-9a-f]{16}\.wasm$/.test(p)), `${mode}: the lexical core is fetched`);
+      const r = await ask(page, qrels()[2].q_doc);
+      assert.equal(r.mode, "bm25");
+      assert.ok(r.hits.length > 0, `${mode}: keyword hits`);
+      if (mode === "off") {
+        assert.match(await page.locator("needle-search .notice").textContent(), /keyword only/);
+        assert.deepEqual(semantic(), [], "off: the engine and model are never fetched");
+      } else {
+        await engineReady(page);
+        for (const f of ["model", "tokenizer", "needle_core"]) assert.ok(semantic().some((p) => p.includes(`/needle/${f}`)), `on-demand: ${f} fetched after the query`);
+      }
+      await page.close();
+    }
   });
 
   it("says NO ANSWER with lexical suggestions for an out-of-domain question", async () => {
