@@ -1,7 +1,7 @@
 //! Build script: lets the `needle` binary carry the browser engine. When `./build.sh wasm` has
 //! written `pkg/` (the WebAssembly engine and its wasm-bindgen glue), the crate is compiled with
-//! `cfg(needle_engine)` and `src/build/assets.rs` embeds them (and the lexical core, which the
-//! landing highlight runs) with `include_bytes!`, so
+//! `cfg(needle_engine)` and `src/build/assets.rs` embeds them (and the lexical core, which answers
+//! first and runs the landing highlight) with `include_bytes!`, so
 //! `needle build` writes a complete browser bundle with no source tree around it. Without
 //! `pkg/` the crate still builds (the engine itself is compiled from this crate, so it cannot
 //! be a prerequisite); such a binary says how to get the bundle. `./build.sh cli` orders the

@@ -108,7 +108,8 @@ cmd_wasm() {
 }
 
 # The lexical core: the canonical text rule, index, BM25, fusion, gate and citations with no
-# tract and no tokenizer, for wasm32. The landing highlight runs it (cmd_wasm copies it into pkg/).
+# tract and no tokenizer, for wasm32: it answers the first (lexical) queries and runs the landing
+# highlight (cmd_wasm copies it into pkg/).
 cmd_lexical_core() {
     log "the lexical core for wasm32 (--no-default-features: no tract, no tokenizer) into target/lexical-core"
     if cargo tree --no-default-features --target wasm32-unknown-unknown -e normal --prefix none | grep -qE '^(tract|tokenizers)'; then

@@ -29,6 +29,9 @@ pub struct Engine {
     index: Index,
     #[cfg_attr(not(feature = "embed"), allow(dead_code))]
     file: String,
+    /// The index file's checksum: what its vectors file must name (`loadVectors`).
+    #[cfg(feature = "embed")]
+    checksum: Vec<u8>,
     #[cfg(feature = "embed")]
     embedder: Option<Embedder>,
 }
@@ -100,8 +103,18 @@ impl Engine {
             index,
             file,
             #[cfg(feature = "embed")]
+            checksum: crate::query::index::stored_checksum(index_bytes).unwrap_or_default().to_vec(),
+            #[cfg(feature = "embed")]
             embedder: None,
         })
+    }
+
+    #[cfg(feature = "embed")]
+    /// Hands over the vectors file of a split index (the bundle's `vectors`); refuses one made
+    /// for another index. `file` names it in error messages.
+    #[wasm_bindgen(js_name = loadVectors)]
+    pub fn load_vectors(&mut self, bytes: &[u8], file: &str) -> Result<(), JsError> {
+        self.index.load_vectors(bytes, &self.checksum, file).map_err(err)
     }
 
     #[cfg(feature = "embed")]
@@ -115,11 +128,11 @@ impl Engine {
         Ok(())
     }
 
-    /// True once hybrid search is available.
+    /// True once hybrid search is available (the model and the vectors are in).
     #[wasm_bindgen(getter, js_name = hasModel)]
     pub fn has_model(&self) -> bool {
         #[cfg(feature = "embed")]
-        return self.embedder.is_some();
+        return self.embedder.is_some() && self.index.has_vectors();
         #[cfg(not(feature = "embed"))]
         false
     }

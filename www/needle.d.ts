@@ -39,11 +39,11 @@ export interface NeedleResult {
 }
 
 export interface NeedleProgress {
-  /** "wasm" | "wasmRelaxed" | "index" | "model" | "tokenizer" while downloading. */
+  /** "lexical" | "index" (first), then "wasm" | "wasmRelaxed" | "vectors" | "model" | "tokenizer", while downloading. */
   file?: string;
-  /** "lexical" once lexical search works, "ready" once hybrid does. */
+  /** "lexical" once lexical search works (the lexical core), "ready" once hybrid does (the engine). */
   phase?: "lexical" | "ready";
-  /** With phase "lexical": the engine build running, relaxed SIMD where the browser has it. */
+  /** With phase "ready": the engine build running, relaxed SIMD where the browser has it. */
   wasm?: "simd128" | "relaxed-simd";
   loaded?: number;
   total?: number;

@@ -10,8 +10,8 @@
 // or with { worker: false }, in the calling thread). This file only moves bytes: it reads
 // `manifest.json`, fetches the hashed files it names (through the Cache API, so a second visit
 // needs no network), and hands them to the engine. Lexical search answers as soon as the lexical
-// core (the engine without model code) and the index are in; hybrid once the engine and the
-// model are.
+// core (the engine without model code) and the index are in; hybrid once the engine, the
+// index's vectors (a file of their own) and the model are.
 
 const CACHE_NAME = "needle-v1";
 const isNode = typeof process !== "undefined" && !!process.versions?.node && typeof window === "undefined";
@@ -292,7 +292,12 @@ function createCore(baseUrl, manifest, options) {
     await modelWanted;
     const role = engineRole(manifest, options);
     const own = await loadGlue(baseUrl, manifest, role);
-    const [wasm, model, tokenizer] = await Promise.all([own.wasm ? readFileUrl(own.wasm) : get(role), get("model"), get("tokenizer")]);
+    const [wasm, vectors, model, tokenizer] = await Promise.all([
+      own.wasm ? readFileUrl(own.wasm) : get(role),
+      get("vectors"),
+      get("model"),
+      get("tokenizer"),
+    ]);
     // Let queries that are already waiting answer lexically before the engine's load blocks.
     await new Promise((r) => setTimeout(r, 0));
     const t0 = now();
@@ -302,6 +307,14 @@ function createCore(baseUrl, manifest, options) {
     });
     const t1 = now();
     const full = new own.module.Engine(indexBytes, manifest.files.index);
+    indexBytes = null;
+    try {
+      full.loadVectors(vectors, manifest.files.vectors);
+    } catch (e) {
+      full.free();
+      await evict("vectors");
+      throw e;
+    }
     try {
       full.loadModel(model, tokenizer);
     } catch (e) {
@@ -313,7 +326,6 @@ function createCore(baseUrl, manifest, options) {
     exports = fullExports;
     lexicalEngine.free();
     lexicalEngine = null;
-    indexBytes = null;
     progress({ phase: "ready", wasm: role === "wasmRelaxed" ? "relaxed-simd" : "simd128", compileMs: t1 - t0, modelMs: now() - t1, done: true });
   })();
   ready.catch(() => {});
@@ -330,7 +342,10 @@ function createCore(baseUrl, manifest, options) {
     ready,
     async call(op, args) {
       if (op === "memory") return memory(exports);
-      if (op === "loadModel") return void wantModel();
+      if (op === "loadModel") {
+        if (options.model === false) throw new Error("this engine was opened with { model: false }");
+        return void wantModel();
+      }
       await lexical;
       switch (op) {
         case "search": {

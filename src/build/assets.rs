@@ -1,7 +1,7 @@
 //! The browser bundle's files that come with needle itself, embedded in the binary at compile
 //! time: the JavaScript API, worker, widget, highlight, service worker and CSS from `www/`, and
 //! (when `pkg/` was built first: see the crate's build script) the WebAssembly engine in both
-//! builds and its wasm-bindgen glue, and the lexical core the landing highlight runs. Nothing
+//! builds and its wasm-bindgen glue, and the lexical core (first answers, landing highlight). Nothing
 //! is looked up in a source tree at run time.
 
 /// One embedded file: its name in the bundle (before content hashing) and its bytes.

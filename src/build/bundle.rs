@@ -114,6 +114,7 @@ pub(crate) fn write_bundle_with(
     www: &Www,
 ) -> Result<BundleReport, BundleError> {
     let index = Index::from_bytes(index_bytes, "index")?;
+    let (lexical_index, vectors) = index.to_split_bytes()?;
     for (what, path) in [("the model", model), ("the tokenizer", tokenizer)] {
         if !path.is_file() {
             return Err(BundleError::Missing { what, path: path.to_path_buf() });
@@ -145,7 +146,10 @@ pub(crate) fn write_bundle_with(
         embedded("css", &www.css),
         ("model", format!("model.{model_ext}"), Cow::Owned(model_bytes)),
         ("tokenizer", "tokenizer.json".into(), Cow::Owned(read(tokenizer)?)),
-        ("index", "index.needle".into(), Cow::Borrowed(index_bytes)),
+        // The browser's copy of the index in two files: what a lexical answer reads, and the
+        // vectors, fetched with the model (query::index, "Split for the browser").
+        ("index", "index.needle".into(), Cow::Owned(lexical_index)),
+        ("vectors", "vectors.bin".into(), Cow::Owned(vectors)),
         ("pages", "pages.json".into(), Cow::Owned(pages_json)),
     ];
     if let Some(relaxed) = &engine.wasm_relaxed {

@@ -518,7 +518,16 @@ fn relative_path(from: &Path, to: &Path) -> Option<String> {
 pub fn read_index(path: &Path) -> Result<Index, Error> {
     let file = if path.is_dir() { path.join(index::INDEX_FILE) } else { path.to_path_buf() };
     let bytes = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
-    Ok(Index::from_bytes(&bytes, &file.display().to_string())?)
+    let index = Index::from_bytes(&bytes, &file.display().to_string())?;
+    if !index.has_vectors() {
+        // A browser bundle's hashed index file: its vectors are in a file of their own.
+        return Err(index::IndexError::Malformed {
+            file: file.display().to_string(),
+            reason: format!("no vectors: this is the lexical part of a browser bundle's index; open {} instead", index::INDEX_FILE),
+        }
+        .into());
+    }
+    Ok(index)
 }
 
 fn ok_page(doc: &Document, hash: String) -> PageEntry {

@@ -18,6 +18,20 @@
 //! missing one means a truncated file), the format version, the checksum, then the structure
 //! (counts agree, offsets lie inside their page, postings name real chunks). Readers work on
 //! byte slices, so the same code opens a file natively and bytes a browser fetched.
+//!
+//! # Split for the browser
+//!
+//! A lexical answer never reads the vectors, which are most of the bytes and barely compress.
+//! So the browser bundle ships an index as two files ([`Index::to_split_bytes`]): the index file
+//! above with an *empty* vector block (its own checksum covers that), and a vectors file
+//! ```text
+//! b"NEEDLEVC" | vectors format u32 (1) | the index file's checksum (32 bytes) | chunks u32 |
+//! dim u32 | scales: chunks × f32 | codes: chunks × dim i8 | sha256 of everything before it
+//! (32 bytes) | b"NEEDLEND"
+//! ```
+//! that names its index file by that file's checksum, so vectors are never attached to another
+//! index ([`Index::load_vectors`]). An index read without its vectors answers lexically only
+//! ([`Index::has_vectors`]); the native tools refuse it.
 
 use crate::doc::chunk::ChunkConfig;
 use crate::query::bm25::Bm25;
@@ -26,6 +40,9 @@ use sha2::{Digest, Sha256};
 
 pub const MAGIC: &[u8; 8] = b"NEEDLEIX";
 pub const END_MAGIC: &[u8; 8] = b"NEEDLEND";
+/// The vectors file of a split index (module documentation, "Split for the browser").
+pub const VECTORS_MAGIC: &[u8; 8] = b"NEEDLEVC";
+pub const VECTORS_FORMAT_VERSION: u32 = 1;
 /// Bump on any change to the layout or to the header's fields, and add a compat fixture
 /// (tests/fixtures/compat/README.md).
 pub const FORMAT_VERSION: u32 = 3;
@@ -53,6 +70,8 @@ pub enum IndexError {
     ModelMismatch { file: String, index_model: String, index_sha: String, given_model: String, given_sha: String },
     #[error("{file}: built with tokenizer {index_sha}, but the tokenizer given is {given_sha}")]
     TokenizerMismatch { file: String, index_sha: String, given_sha: String },
+    #[error("{file}: these vectors belong to another index (index checksum {theirs}, this index is {ours})")]
+    VectorsMismatch { file: String, theirs: String, ours: String },
 }
 
 /// What produced the vectors. Two indexes (or an index and a model) with different stamps
@@ -193,13 +212,47 @@ impl Index {
         &self.vectors[chunk * d..(chunk + 1) * d]
     }
 
+    /// False for the lexical part of a split index until [`Index::load_vectors`]: dense
+    /// ranking and the gate need vectors.
+    pub fn has_vectors(&self) -> bool {
+        !self.vectors.is_empty() || self.header.chunks.is_empty()
+    }
+
     pub fn to_bytes(&self) -> Result<Vec<u8>, IndexError> {
+        self.index_file(true)
+    }
+
+    /// The index as the browser bundle ships it: the index file with an empty vector block and
+    /// the vectors file that names it (module documentation, "Split for the browser").
+    pub fn to_split_bytes(&self) -> Result<(Vec<u8>, Vec<u8>), IndexError> {
+        let index = self.index_file(false)?;
+        let mut out = Vec::with_capacity(56 + self.vectors.len() + self.header.chunks.len() * 4 + 40);
+        out.extend_from_slice(VECTORS_MAGIC);
+        out.extend_from_slice(&VECTORS_FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(stored_checksum(&index).unwrap_or_default());
+        out.extend_from_slice(&(self.header.chunks.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.header.stamp.model.dim.to_le_bytes());
+        self.write_vector_block(&mut out);
+        seal(&mut out);
+        Ok((index, out))
+    }
+
+    fn index_file(&self, with_vectors: bool) -> Result<Vec<u8>, IndexError> {
         let header = postcard::to_stdvec(&self.header).map_err(|e| IndexError::Encode { reason: e.to_string() })?;
-        let mut out = Vec::with_capacity(28 + header.len() + self.vectors.len() * 4 + 40);
+        let mut out = Vec::with_capacity(28 + header.len() + self.vectors.len() + 40);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&(header.len() as u64).to_le_bytes());
         out.extend_from_slice(&header);
+        if with_vectors {
+            self.write_vector_block(&mut out);
+        }
+        seal(&mut out);
+        Ok(out)
+    }
+
+    /// Scales, then codes (formats 2 and later).
+    fn write_vector_block(&self, out: &mut Vec<u8>) {
         let dim = self.dim().max(1);
         let rows: Vec<(f32, Vec<i8>)> = self.vectors.chunks(dim).map(quantize).collect();
         for (scale, _) in &rows {
@@ -208,10 +261,39 @@ impl Index {
         for (_, codes) in &rows {
             out.extend(codes.iter().map(|&c| c as u8));
         }
-        let digest = Sha256::digest(&out);
-        out.extend_from_slice(&digest);
-        out.extend_from_slice(END_MAGIC);
-        Ok(out)
+    }
+
+    /// Attaches the vectors file of a split index; `index_checksum` is [`stored_checksum`] of
+    /// the index file this index was read from, and `file` names the vectors file in errors.
+    pub fn load_vectors(&mut self, bytes: &[u8], index_checksum: &[u8], file: &str) -> Result<(), IndexError> {
+        let f = || file.to_string();
+        let malformed = |reason: String| IndexError::Malformed { file: f(), reason };
+        if bytes.len() < 8 || &bytes[..8] != VECTORS_MAGIC {
+            return Err(malformed("not a needle vectors file (it does not start with NEEDLEVC)".into()));
+        }
+        const FIXED: usize = 8 + 4 + 32 + 4 + 4 + 32 + 8;
+        if bytes.len() < FIXED || &bytes[bytes.len() - 8..] != END_MAGIC {
+            return Err(IndexError::Truncated { file: f(), len: bytes.len() });
+        }
+        let word = |at: usize| bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes).unwrap_or_default();
+        if word(8) != VECTORS_FORMAT_VERSION {
+            return Err(malformed(format!("vectors format {}, this needle reads {VECTORS_FORMAT_VERSION}", word(8))));
+        }
+        let body_end = bytes.len() - 40;
+        let computed = Sha256::digest(&bytes[..body_end]);
+        if bytes[body_end..body_end + 32] != computed[..] {
+            return Err(IndexError::Checksum { file: f(), stored: hex(&bytes[body_end..body_end + 32]), computed: hex(&computed) });
+        }
+        let theirs = &bytes[12..44];
+        if theirs != index_checksum {
+            return Err(IndexError::VectorsMismatch { file: f(), theirs: hex(theirs), ours: hex(index_checksum) });
+        }
+        let (n, dim) = (self.header.chunks.len(), self.dim());
+        if word(44) as usize != n || word(48) as usize != dim {
+            return Err(malformed(format!("{} vectors of dimension {} for {n} chunks of dimension {dim}", word(44), word(48))));
+        }
+        self.vectors = read_vector_block(&bytes[52..body_end], n, dim).map_err(malformed)?;
+        Ok(())
     }
 
     /// Reads an index from bytes; `file` names it in errors.
@@ -253,22 +335,10 @@ impl Index {
                 return Err(malformed("vector block is not a whole number of f32".into()));
             }
             raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        } else if raw.is_empty() {
+            Vec::new() // the lexical part of a split index (the checksum vouches for the empty block)
         } else {
-            let (n, dim) = (header.chunks.len(), header.stamp.model.dim as usize);
-            let expected = dim.checked_add(4).and_then(|row| row.checked_mul(n));
-            if expected != Some(raw.len()) {
-                return Err(malformed(format!("vector block of {} bytes for {n} chunks of dimension {dim}", raw.len())));
-            }
-            let (scales, codes) = raw.split_at(4 * n);
-            let mut vectors = Vec::with_capacity(n * dim);
-            for (s, row) in scales.chunks_exact(4).zip(codes.chunks_exact(dim.max(1))) {
-                let scale = f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
-                if !scale.is_finite() || scale < 0.0 {
-                    return Err(malformed(format!("vector scale {scale}")));
-                }
-                vectors.extend(row.iter().map(|&c| f32::from(c as i8) * scale));
-            }
-            vectors
+            read_vector_block(raw, header.chunks.len(), header.stamp.model.dim as usize).map_err(malformed)?
         };
         let index = Index { header, vectors };
         index.validate().map_err(malformed)?;
@@ -282,7 +352,7 @@ impl Index {
         if dim == 0 {
             return Err("vector dimension 0".into());
         }
-        if self.vectors.len() != h.chunks.len() * dim {
+        if self.has_vectors() && self.vectors.len() != h.chunks.len() * dim {
             return Err(format!("{} vector values for {} chunks of dimension {dim}", self.vectors.len(), h.chunks.len()));
         }
         if h.bm25.len() != h.chunks.len() {
@@ -326,6 +396,38 @@ impl Index {
         }
         Ok(())
     }
+}
+
+/// The checksum an index (or vectors) file stores before its end marker, if it is long enough
+/// to have one (it is verified when the file is read, not here).
+pub fn stored_checksum(bytes: &[u8]) -> Option<&[u8]> {
+    let end = bytes.len().checked_sub(8)?;
+    bytes.get(end.checked_sub(32)?..end)
+}
+
+/// Appends the sha256 of `out` and the end marker.
+fn seal(out: &mut Vec<u8>) {
+    let digest = Sha256::digest(&*out);
+    out.extend_from_slice(&digest);
+    out.extend_from_slice(END_MAGIC);
+}
+
+/// `n` vectors of dimension `dim` from a block of scales then int8 codes.
+fn read_vector_block(raw: &[u8], n: usize, dim: usize) -> Result<Vec<f32>, String> {
+    let expected = dim.checked_add(4).and_then(|row| row.checked_mul(n));
+    if expected != Some(raw.len()) {
+        return Err(format!("vector block of {} bytes for {n} chunks of dimension {dim}", raw.len()));
+    }
+    let (scales, codes) = raw.split_at(4 * n);
+    let mut vectors = Vec::with_capacity(n * dim);
+    for (s, row) in scales.chunks_exact(4).zip(codes.chunks_exact(dim.max(1))) {
+        let scale = f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+        if !scale.is_finite() || scale < 0.0 {
+            return Err(format!("vector scale {scale}"));
+        }
+        vectors.extend(row.iter().map(|&c| f32::from(c as i8) * scale));
+    }
+    Ok(vectors)
 }
 
 /// A vector as the index stores it: int8 codes (the largest component ±127) and the scale that
@@ -432,6 +534,34 @@ pub(crate) mod tests {
         c[30] ^= 1;
         assert!(matches!(err(&c), IndexError::Checksum { .. }));
         assert!(err(&c).to_string().starts_with("x.needle: checksum mismatch"));
+    }
+
+    #[test]
+    fn a_split_index_reads_back_whole_and_refuses_vectors_of_another_index() {
+        let idx = tiny();
+        let (lexical, vectors) = idx.to_split_bytes().unwrap();
+        let mut read = Index::from_bytes(&lexical, "index.x.needle").unwrap();
+        assert!(!read.has_vectors(), "the lexical part has no vectors");
+        assert_eq!(read.header, idx.header);
+        let checksum = stored_checksum(&lexical).unwrap().to_vec();
+        read.load_vectors(&vectors, &checksum, "vectors.x.bin").unwrap();
+        assert_eq!(read, Index::from_bytes(&idx.to_bytes().unwrap(), "t").unwrap(), "split + joined = whole");
+
+        let mut other = idx.clone();
+        other.header.pages[0].title = "another build".into();
+        let (other_lexical, other_vectors) = other.to_split_bytes().unwrap();
+        let mut lex = Index::from_bytes(&lexical, "i").unwrap();
+        let e = lex.load_vectors(&other_vectors, &checksum, "vectors.y.bin").unwrap_err();
+        assert!(matches!(e, IndexError::VectorsMismatch { .. }), "{e}");
+        assert!(e.to_string().starts_with("vectors.y.bin: these vectors belong to another index"), "{e}");
+        assert!(stored_checksum(&other_lexical) != Some(&checksum[..]));
+        let e = lex.load_vectors(&vectors[..vectors.len() - 1], &checksum, "v").unwrap_err();
+        assert!(matches!(e, IndexError::Truncated { .. }), "{e}");
+        let mut bad = vectors.clone();
+        bad[60] ^= 1;
+        assert!(matches!(lex.load_vectors(&bad, &checksum, "v"), Err(IndexError::Checksum { .. })));
+        assert!(lex.load_vectors(&lexical, &checksum, "v").is_err(), "an index file is not a vectors file");
+        assert!(!lex.has_vectors(), "a refused file attaches nothing");
     }
 
     #[test]

@@ -131,6 +131,8 @@ pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
 /// not loaded yet) only BM25 can rank, distances are unknown (NaN) and nothing passes the
 /// gate, whatever mode was asked for.
 pub fn search(index: &Index, query: &str, query_vec: Option<&[f32]>, opts: &SearchOptions) -> SearchResult {
+    // The lexical part of a split index has no vectors to rank by yet: as without the model.
+    let query_vec = query_vec.filter(|_| index.has_vectors());
     let mut timings = Timings::default();
     let cut = opts.cut.unwrap_or(index.header.settings.cut);
 

@@ -140,7 +140,7 @@ try {
 // it); the first hybrid one also the engine (the relaxed-SIMD build Chromium runs, when the
 // bundle has it), the model and the tokenizer.
 const firstLexical = ["api", "widget", "css", "worker", "lexicalGlue", "lexical", "index"];
-const firstQuery = [...firstLexical, "glue", manifest.files.wasmRelaxed ? "wasmRelaxed" : "wasm", "model", "tokenizer"];
+const firstQuery = [...firstLexical, "glue", manifest.files.wasmRelaxed ? "wasmRelaxed" : "wasm", "vectors", "model", "tokenizer"];
 const files = [["manifest", "manifest.json"], ...firstQuery.map((r) => [r, manifest.files[r]])];
 for (const [role, name] of files) {
   const bytes = readFileSync(join(bundle, name));

@@ -11,6 +11,7 @@ const box = "needle-search input";
 const MODEL = /\/needle\/model\.[0-9a-f]{16}\.onnx$/;
 const TOKENIZER = /\/needle\/tokenizer\.[0-9a-f]{16}\.json$/;
 const INDEX = /\/needle\/index\.[0-9a-f]{16}\.needle$/;
+const VECTORS = /\/needle\/vectors\.[0-9a-f]{16}\.bin$/;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Bytes that are no ONNX model: a fixed pseudo-random megabyte. */
@@ -78,12 +79,25 @@ describe("in the browser, an unusable model or a corrupt index", () => {
       fulfil: (route) => route.fulfill({ status: 200, contentType: "application/octet-stream", body: garbage(1 << 20) }),
       reason: /model\.[0-9a-f]{16}\.onnx.*refused: .*built with model all-MiniLM-L6-v2/,
     },
+    {
+      // The index's vectors are a file of their own (fetched with the model): one that lost its
+      // last bytes in transit is refused by name, and the lexical part keeps answering.
+      file: "vectors",
+      route: VECTORS,
+      name: "is truncated",
+      fulfil: async (route) => {
+        const bytes = readFileSync(join(bundle, manifest.files.vectors));
+        await route.fulfill({ status: 200, contentType: "application/octet-stream", body: bytes.subarray(0, bytes.length - 1000) });
+      },
+      reason: /vectors\.[0-9a-f]{16}\.bin: truncated index/,
+    },
   ];
   for (const fault of modelFaults) {
-    it(`model file ${fault.name}: a visible notice, engine.ready rejects, keyword search keeps answering; the bad bytes are not cached`, async () => {
+    const ROUTE = fault.route ?? MODEL;
+    it(`${fault.file ?? "model"} file ${fault.name}: a visible notice, engine.ready rejects, keyword search keeps answering; the bad bytes are not cached`, async () => {
       const ctx = await browser.newContext({ serviceWorkers: "block" });
       const page = await ctx.newPage();
-      await page.route(MODEL, fault.fulfil);
+      await page.route(ROUTE, fault.fulfil);
       // The tokenizer arrives after the model failed: its progress must not hide the notice.
       await page.route(TOKENIZER, async (route) => {
         await sleep(1500);
@@ -121,7 +135,7 @@ describe("in the browser, an unusable model or a corrupt index", () => {
       assert.deepEqual(api, Array(3).fill({ mode: "bm25", hits: 5, answer: 0 }));
 
       // The fault gone, a reload is hybrid again: refused bytes were not kept in the Cache API.
-      await page.unroute(MODEL);
+      await page.unroute(ROUTE);
       await page.unroute(TOKENIZER);
       await page.reload();
       await page.focus(box);

@@ -64,7 +64,7 @@ describe("the needle binary on its own", () => {
     assert.equal(b.status, 0, b.stderr);
     assert.doesNotMatch(b.stderr, /no browser bundle/);
     const manifest = JSON.parse(readFileSync(join(site, "needle", "manifest.json"), "utf8"));
-    for (const role of ["wasm", "glue", "api", "widget", "worker", "highlight", "css", "model", "index"]) {
+    for (const role of ["wasm", "glue", "lexical", "lexicalGlue", "api", "widget", "worker", "highlight", "css", "model", "index"]) {
       assert.ok(existsSync(join(site, "needle", manifest.files[role])), `${role} in the bundle`);
     }
     const url = await new Promise((resolve, reject) => {
