@@ -75,6 +75,10 @@ pub struct EvalArgs {
     /// Score without checking the needles against the site (when the site is not at hand).
     #[arg(long)]
     pub skip_validation: bool,
+    /// Only check the question set (and the out-of-domain list) against the site, then stop:
+    /// no model is loaded and no index is read or built. For writing a question set.
+    #[arg(long, conflicts_with = "skip_validation")]
+    pub check: bool,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -114,7 +118,8 @@ impl EvalError {
     }
 }
 
-/// Runs `needle eval` as the command line asked, with the model in `files`.
-pub fn run_cli(args: EvalArgs, files: needle::model::ModelFiles) -> Result<(), EvalError> {
+/// Runs `needle eval` as the command line asked, with the model in `files` (`None` only with
+/// `--check`, which loads none).
+pub fn run_cli(args: EvalArgs, files: Option<needle::model::ModelFiles>) -> Result<(), EvalError> {
     run::run_cli(args, files)
 }

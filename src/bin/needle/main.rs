@@ -287,7 +287,9 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&linked)?);
             Ok(())
         }
-        Cmd::Eval(args) => Ok(crate::eval::run_cli(args, model_files(model_dir, false)?)?),
+        // --check reads no model: it must not ask for one.
+        Cmd::Eval(args) if args.check => Ok(crate::eval::run_cli(args, None)?),
+        Cmd::Eval(args) => Ok(crate::eval::run_cli(args, Some(model_files(model_dir, false)?))?),
         Cmd::Model { cmd: ModelCmd::Convert { from, out } } => {
             let report = needle::model::convert(&from, &out)?;
             println!("{report}");

@@ -49,7 +49,7 @@ fn progress(msg: &str) {
     eprintln!("{msg}");
 }
 
-pub fn run_cli(args: EvalArgs, files: ModelFiles) -> Result<(), EvalError> {
+pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalError> {
     // Everything that can be wrong with the inputs is found before any index is built.
     let mut ks = args.k.clone();
     ks.sort_unstable();
@@ -88,8 +88,21 @@ pub fn run_cli(args: EvalArgs, files: ModelFiles) -> Result<(), EvalError> {
         let site = site_dir("the qrels are validated against the site's text (or pass --skip-validation)")?;
         warnings.extend(validate_against_site(&questions, &args.qrels, site)?);
     }
+    if args.check {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+        println!(
+            "{}: {} questions, {} out-of-domain queries; every needle occurs exactly once in the site's canonical text",
+            args.qrels.display(),
+            questions.len(),
+            ood.len()
+        );
+        return Ok(());
+    }
     let ablation_site = if args.ablate { Some(site_dir("--ablate builds the site with each strategy")?) } else { None };
 
+    let files = files.ok_or_else(|| EvalError::Invalid("needle eval needs the model (only --check runs without it)".into()))?;
     let model = LoadedModel::load(&files)?;
     let embedder = model.embedder()?;
     let (index, built) = open_or_build(target, &model)?;
