@@ -243,8 +243,7 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         .collect();
     entries.extend(skipped);
 
-    let texts: Vec<String> = chunks.iter().map(ChunkEntry::embedded_text).collect();
-    let bm25 = crate::query::bm25::Bm25::build(texts.iter().map(String::as_str));
+    let bm25 = index::bm25_of(&chunks);
     let index = Index {
         header: Header {
             stamp,

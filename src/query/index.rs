@@ -31,7 +31,10 @@
 //! ```
 //! that names its index file by that file's checksum, so vectors are never attached to another
 //! index ([`Index::load_vectors`]). An index read without its vectors answers lexically only
-//! ([`Index::has_vectors`]); the native tools refuse it.
+//! ([`Index::has_vectors`]); the native tools refuse it. The browser's index file also leaves
+//! out the BM25 statistics (empty in its header): they are a function of the chunks' texts
+//! ([`bm25_of`]), which the reader recomputes in a few milliseconds, where shipping them would
+//! cost 40 % of that file's compressed bytes.
 
 use crate::doc::chunk::ChunkConfig;
 use crate::query::bm25::Bm25;
@@ -225,7 +228,11 @@ impl Index {
     /// The index as the browser bundle ships it: the index file with an empty vector block and
     /// the vectors file that names it (module documentation, "Split for the browser").
     pub fn to_split_bytes(&self) -> Result<(Vec<u8>, Vec<u8>), IndexError> {
-        let index = self.index_file(false)?;
+        let lexical = Index {
+            header: Header { bm25: Bm25 { terms: Vec::new(), postings: Vec::new(), doc_len: Vec::new() }, ..self.header.clone() },
+            vectors: self.vectors.clone(),
+        };
+        let index = lexical.index_file(false)?;
         let mut out = Vec::with_capacity(56 + self.vectors.len() + self.header.chunks.len() * 4 + 40);
         out.extend_from_slice(VECTORS_MAGIC);
         out.extend_from_slice(&VECTORS_FORMAT_VERSION.to_le_bytes());
@@ -324,11 +331,14 @@ impl Index {
             .filter(|&e| e <= body_end)
             .ok_or_else(|| malformed(format!("header length {header_len} runs past the end")))?;
         let header_bytes = &bytes[20..header_end];
-        let header: Header = if version < 3 {
+        let mut header: Header = if version < 3 {
             postcard::from_bytes::<HeaderV2>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
         } else {
             postcard::from_bytes(header_bytes).map_err(|e| malformed(format!("header: {e}")))?
         };
+        if header.bm25.is_empty() && !header.chunks.is_empty() {
+            header.bm25 = bm25_of(&header.chunks); // a browser index file (see "Split for the browser")
+        }
         let raw = &bytes[header_end..body_end];
         let vectors = if version == 1 {
             if !raw.len().is_multiple_of(4) {
@@ -396,6 +406,13 @@ impl Index {
         }
         Ok(())
     }
+}
+
+/// BM25 over the chunks' embedded texts: what an index stores, and what a reader recomputes
+/// when the file leaves it out.
+pub fn bm25_of(chunks: &[ChunkEntry]) -> Bm25 {
+    let texts: Vec<String> = chunks.iter().map(ChunkEntry::embedded_text).collect();
+    Bm25::build(texts.iter().map(String::as_str))
 }
 
 /// The checksum an index (or vectors) file stores before its end marker, if it is long enough
