@@ -222,17 +222,14 @@ impl Index {
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>, IndexError> {
-        self.index_file(true)
+        self.index_file(&self.header, true)
     }
 
     /// The index as the browser bundle ships it: the index file with an empty vector block and
     /// the vectors file that names it (module documentation, "Split for the browser").
     pub fn to_split_bytes(&self) -> Result<(Vec<u8>, Vec<u8>), IndexError> {
-        let lexical = Index {
-            header: Header { bm25: Bm25 { terms: Vec::new(), postings: Vec::new(), doc_len: Vec::new() }, ..self.header.clone() },
-            vectors: self.vectors.clone(),
-        };
-        let index = lexical.index_file(false)?;
+        let without_bm25 = Header { bm25: Bm25 { terms: Vec::new(), postings: Vec::new(), doc_len: Vec::new() }, ..self.header.clone() };
+        let index = self.index_file(&without_bm25, false)?;
         let mut out = Vec::with_capacity(56 + self.vectors.len() + self.header.chunks.len() * 4 + 40);
         out.extend_from_slice(VECTORS_MAGIC);
         out.extend_from_slice(&VECTORS_FORMAT_VERSION.to_le_bytes());
@@ -244,8 +241,10 @@ impl Index {
         Ok((index, out))
     }
 
-    fn index_file(&self, with_vectors: bool) -> Result<Vec<u8>, IndexError> {
-        let header = postcard::to_stdvec(&self.header).map_err(|e| IndexError::Encode { reason: e.to_string() })?;
+    /// The index file with `header` (this index's, or a lighter copy of it), with or without
+    /// this index's vectors.
+    fn index_file(&self, header: &Header, with_vectors: bool) -> Result<Vec<u8>, IndexError> {
+        let header = postcard::to_stdvec(header).map_err(|e| IndexError::Encode { reason: e.to_string() })?;
         let mut out = Vec::with_capacity(28 + header.len() + self.vectors.len() + 40);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
