@@ -25,6 +25,9 @@ pub enum Error {
     #[cfg(feature = "extract")]
     #[error(transparent)]
     Extract(#[from] crate::doc::extract::ExtractError),
+    #[cfg(feature = "native")]
+    #[error(transparent)]
+    Part(#[from] crate::build::part::PartError),
 }
 
 impl Error {

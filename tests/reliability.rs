@@ -350,3 +350,45 @@ fn a_wrong_model_or_tokenizer_file_is_refused_naming_the_file() {
     assert_eq!(err.matches("reading ONNX").count(), 1, "the reason is said once: {err}");
     assert!(!out_dir.join(INDEX_FILE).exists(), "no index is written with a corrupt model");
 }
+
+#[test]
+fn a_site_built_in_parts_and_merged_is_byte_identical_to_one_build() {
+    // Real pages, a copy of one under another name (skipped in its favour, whichever part each
+    // lands in), a binary page (failed) and a redirect stub (skipped).
+    let site = site_of(&["casts.html", "coercions.html", "phantom-data.html", "dropck.html", "intro.html", "leaking.html", "arc.html"]);
+    let s = site.path();
+    std::fs::copy(nomicon("intro.html"), s.join("index.html")).expect("copy");
+    std::fs::write(s.join("broken.html"), b"<html>\0\0\0binary</html>").expect("write");
+    let work = tempfile::tempdir().expect("temp dir");
+    let (w, n) = (work.path(), 3);
+    build::build(s, &w.join("single"), model(), &opts()).expect("one build");
+    let mut parts = Vec::new();
+    for i in 1..=n {
+        let part = format!("{i}/{n}").parse().expect("a part");
+        let dir = w.join(format!("part{i}"));
+        build::build(s, &dir, model(), &BuildOptions { part: Some(part), ..opts() }).expect("a part");
+        assert!(!dir.join(INDEX_FILE).exists(), "a part is never written as a whole index");
+        parts.push(dir);
+    }
+    let (merged, report) = build::part::merge(&parts, &w.join("merged"), None).expect("merge");
+    let single = std::fs::read(w.join("single").join(INDEX_FILE)).expect("read");
+    assert_eq!(report.parts, 3);
+    assert!(merged == single, "the merged index is byte-identical to one build's ({} vs {} bytes)", merged.len(), single.len());
+    let idx = read_index(&w.join("merged")).expect("read back");
+    assert!(matches!(page(&idx, "index.html").map(|p| &p.status), Some(PageStatus::Skipped { .. })));
+    assert!(matches!(page(&idx, "broken.html").map(|p| &p.status), Some(PageStatus::Failed { .. })));
+
+    // Incomplete, repeated, or from another build: refused by name.
+    let err = |paths: &[PathBuf]| build::part::merge(paths, &w.join("x"), None).expect_err("refused").to_string();
+    assert!(err(&parts[..2]).contains("part 3 of 3 is missing"), "{}", err(&parts[..2]));
+    assert!(err(&[parts[0].clone(), parts[0].clone(), parts[2].clone()]).contains("part 1 is given twice"));
+    let other = w.join("other");
+    let c = BuildOptions {
+        chunk: ChunkConfig { target_chars: 300, ..ChunkConfig::default() },
+        part: Some("2/3".parse().expect("a part")),
+        ..opts()
+    };
+    build::build(s, &other, model(), &c).expect("a part of another build");
+    let e = err(&[parts[0].clone(), other, parts[2].clone()]);
+    assert!(e.contains("the chunking and gate settings: not the same as in") && e.contains("different builds"), "{e}");
+}

@@ -13,6 +13,7 @@
 
 pub(crate) mod assets;
 pub mod bundle;
+pub mod part;
 
 use crate::doc::chunk::{self, ChunkConfig};
 use crate::doc::extract::{self, ExtractOptions, Extracted};
@@ -43,6 +44,8 @@ pub struct BuildOptions {
     /// Reuse the chunks and vectors of unchanged pages from the index already in the output
     /// folder (see the module documentation).
     pub incremental: bool,
+    /// Embed only this share of the pages, into a partial index (see [`part`]).
+    pub part: Option<part::Part>,
 }
 
 impl Default for BuildOptions {
@@ -55,6 +58,7 @@ impl Default for BuildOptions {
             threads: None,
             progress: false,
             incremental: true,
+            part: None,
         }
     }
 }
@@ -213,6 +217,9 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         }
     };
     let mut pages = read_pages(site, opts, &mut report)?;
+    if let Some(part) = opts.part {
+        pages.retain(|p| part.owns(&p.entry.path));
+    }
     // Unchanged pages keep their chunks and vectors.
     if let Some(prev) = &previous {
         for page in pages.iter_mut().filter(|p| p.doc.is_some()) {
@@ -322,6 +329,8 @@ fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Res
             }
         }
     }
+    // By path, whatever became of them: the order a merge of parts rebuilds (see `part`).
+    pages.sort_by(|a, b| a.entry.path.cmp(&b.entry.path));
     Ok(pages)
 }
 
@@ -473,7 +482,8 @@ fn assemble(
 /// lends the vectors of unchanged pages; one that cannot be read is rebuilt from scratch (the
 /// report says why). Returns the bytes written, for the browser bundle.
 pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptions) -> Result<(Vec<u8>, BuildReport), Error> {
-    let path = out_dir.join(index::INDEX_FILE);
+    let name = opts.part.map_or_else(|| index::INDEX_FILE.to_string(), |p| p.file_name());
+    let path = out_dir.join(&name);
     let mut unreadable = None;
     let previous = if opts.incremental && path.is_file() {
         match read_index(&path) {
@@ -494,7 +504,7 @@ pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptio
     index.header.site = relative_path(out_dir, site).unwrap_or_default();
     let bytes = index.to_bytes()?;
     report.index_bytes = bytes.len();
-    let tmp = out_dir.join(format!("{}.tmp", index::INDEX_FILE));
+    let tmp = out_dir.join(format!("{name}.tmp"));
     std::fs::write(&tmp, &bytes).map_err(|e| Error::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
     Ok((bytes, report))
@@ -503,7 +513,7 @@ pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptio
 /// `to` relative to the folder `from`, `/`-separated (`..` for a site's `needle/` folder):
 /// what the index records so `needle eval INDEX` finds the site wherever the index was put.
 /// `None` when either cannot be resolved.
-fn relative_path(from: &Path, to: &Path) -> Option<String> {
+pub(crate) fn relative_path(from: &Path, to: &Path) -> Option<String> {
     let (from, to) = (from.canonicalize().ok()?, to.canonicalize().ok()?);
     let (a, b): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -551,7 +561,7 @@ fn failed_page(path: String, reason: String) -> PageEntry {
     }
 }
 
-fn skipped_page(path: String, reason: String) -> PageEntry {
+pub(crate) fn skipped_page(path: String, reason: String) -> PageEntry {
     PageEntry {
         path,
         title: String::new(),

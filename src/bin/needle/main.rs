@@ -66,6 +66,25 @@ enum Cmd {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Embed only share I of N of the pages into a partial index (`index.part-I-of-N.needle`
+        /// in --out, no browser bundle); `needle merge` combines the N parts.
+        #[arg(long, value_name = "I/N")]
+        part: Option<needle::build::part::Part>,
+    },
+    /// Combine the partial indexes of `needle build --part I/N` into the index one build makes.
+    Merge {
+        /// The N partial indexes: files, or folders holding one each.
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// Index folder to write (index.needle and the browser bundle).
+        #[arg(long)]
+        out: PathBuf,
+        /// The site folder the index records (default: the one the parts name, if it exists).
+        #[arg(long)]
+        site: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Answer one question with citations.
     Query {
@@ -182,7 +201,22 @@ fn main() {
 fn run(cli: Cli) -> Result<()> {
     let model_dir = cli.model_dir.as_deref();
     match cli.cmd {
-        Cmd::Build { site, out, strategy, chunk_chars, cut, max_chunks, selector, exclude, threads, fp32, full, max_page_bytes, json } => {
+        Cmd::Build {
+            site,
+            out,
+            strategy,
+            chunk_chars,
+            cut,
+            max_chunks,
+            selector,
+            exclude,
+            threads,
+            fp32,
+            full,
+            max_page_bytes,
+            json,
+            part,
+        } => {
             let out = out.unwrap_or_else(|| site.join("needle"));
             let mut extract = ExtractOptions { selector, max_page_bytes, ..ExtractOptions::default() };
             extract.exclude.extend(exclude);
@@ -194,15 +228,16 @@ fn run(cli: Cli) -> Result<()> {
                 threads,
                 progress: !json,
                 incremental: !full,
+                part,
             };
             let files = model_files(model_dir, true)?;
             let files = if fp32 { files.fp32_files() } else { files };
             let model = LoadedModel::load(&files)?;
             let (index_bytes, report) = build::build(&site, &out, &model, &opts).with_context(|| format!("building {}", site.display()))?;
-            // The browser bundle ships the exact model file the vectors came from.
-            match needle::build::bundle::write_bundle(&out, &index_bytes, &files.model, &files.tokenizer) {
-                Ok(r) => eprintln!("browser bundle: {} files, {:.1} MB in {}", r.files.len(), r.total_bytes as f64 / 1e6, out.display()),
-                Err(e) => eprintln!("warning: no browser bundle: {e}"),
+            match part {
+                // A part is not an index a browser can use: the merge writes the bundle.
+                Some(p) => eprintln!("part {} of {}: {} in {}", p.index, p.of, p.file_name(), out.display()),
+                None => write_bundle(&out, &index_bytes, &files),
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -211,6 +246,28 @@ fn run(cli: Cli) -> Result<()> {
             }
             if report.pages_ok == 0 {
                 bail!("no page of {} could be indexed", site.display());
+            }
+            Ok(())
+        }
+        Cmd::Merge { parts, out, site, json } => {
+            let (index_bytes, report) = build::part::merge(&parts, &out, site.as_deref()).context("merging the parts")?;
+            let index = needle::query::index::Index::from_bytes(&index_bytes, "index.needle")?;
+            // The bundle ships the model the parts were built with (the stamp says which).
+            let files = model_files(model_dir, true)?;
+            let fp32 = files.fp32_files().stamp().ok().is_some_and(|s| s.model_sha256 == index.header.stamp.model.model_sha256);
+            let files = if fp32 { files.fp32_files() } else { files };
+            write_bundle(&out, &index_bytes, &files);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "merged     {} parts: {} pages ok, {} chunks, {} bytes in {}",
+                    report.parts,
+                    report.pages_ok,
+                    report.chunks,
+                    report.index_bytes,
+                    out.join("index.needle").display()
+                );
             }
             Ok(())
         }
@@ -385,6 +442,14 @@ fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Resu
     let mut r = search::search(idx, q, Some(&v), opts);
     r.timings.embed = embed_ms;
     Ok(r)
+}
+
+/// The browser bundle, which ships the exact model file the vectors came from.
+fn write_bundle(out: &Path, index_bytes: &[u8], files: &needle::model::ModelFiles) {
+    match needle::build::bundle::write_bundle(out, index_bytes, &files.model, &files.tokenizer) {
+        Ok(r) => eprintln!("browser bundle: {} files, {:.1} MB in {}", r.files.len(), r.total_bytes as f64 / 1e6, out.display()),
+        Err(e) => eprintln!("warning: no browser bundle: {e}"),
+    }
 }
 
 fn print_build_report(r: &build::BuildReport, out: &Path) {
