@@ -210,6 +210,9 @@ impl Index {
         self.header.stamp.model.dim as usize
     }
 
+    /// The vector of `chunk`. Panics, as slice indexing does, for a chunk out of range or an
+    /// index read without its vectors: check [`Index::has_vectors`] first (every native reader
+    /// refuses such an index; the browser's search checks it).
     pub fn vector(&self, chunk: usize) -> &[f32] {
         let d = self.dim();
         &self.vectors[chunk * d..(chunk + 1) * d]
