@@ -186,16 +186,28 @@ pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>) -> Result<(
             }
         }
     }
-    let by_file: BTreeMap<&Path, &Index> = parts.values().map(|(f, i)| (f.as_path(), i)).collect();
+    // Each part's chunks by page, once (a part's chunks are in page order, but nothing here
+    // needs to rely on it).
+    let mut by_file: BTreeMap<&Path, (&Index, Vec<Vec<usize>>)> = BTreeMap::new();
+    for (file, index) in parts.values() {
+        let mut of_page = vec![Vec::new(); index.header.pages.len()];
+        for (c, chunk) in index.header.chunks.iter().enumerate() {
+            if let Some(list) = of_page.get_mut(chunk.page as usize) {
+                list.push(c);
+            }
+        }
+        by_file.insert(file.as_path(), (index, of_page));
+    }
     let mut pages: Vec<PageEntry> = Vec::with_capacity(listed.len() + skipped.len());
     let mut chunks = Vec::new();
     let mut vectors = Vec::new();
     for (old, page, file) in listed.values() {
-        let index = by_file[file];
         let new = pages.len() as u32;
-        for (c, chunk) in index.header.chunks.iter().enumerate().filter(|(_, c)| c.page as usize == *old) {
-            chunks.push(index::ChunkEntry { page: new, ..chunk.clone() });
-            vectors.extend_from_slice(index.vector(c));
+        if let Some((index, of_page)) = by_file.get(file) {
+            for &c in &of_page[*old] {
+                chunks.push(index::ChunkEntry { page: new, ..index.header.chunks[c].clone() });
+                vectors.extend_from_slice(index.vector(c));
+            }
         }
         pages.push((*page).clone());
     }
