@@ -500,20 +500,27 @@ pub fn build(site: &Path, out_dir: &Path, model: &LoadedModel, opts: &BuildOptio
     if unreadable.is_some() {
         report.full_rebuild_reason = unreadable;
     }
-    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
-    index.header.site = relative_path(out_dir, site).unwrap_or_default();
-    let bytes = index.to_bytes()?;
+    let bytes = write_index(&mut index, out_dir, &name, Some(site))?;
     report.index_bytes = bytes.len();
-    let tmp = out_dir.join(format!("{name}.tmp"));
+    Ok((bytes, report))
+}
+
+/// Writes `index` as `out_dir/name` (through a temporary file, so a reader never sees half of
+/// it), recording `site` relative to `out_dir`; returns the bytes written.
+pub(crate) fn write_index(index: &mut Index, out_dir: &Path, name: &str, site: Option<&Path>) -> Result<Vec<u8>, Error> {
+    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
+    index.header.site = site.and_then(|s| relative_path(out_dir, s)).unwrap_or_default();
+    let bytes = index.to_bytes()?;
+    let (tmp, path) = (out_dir.join(format!("{name}.tmp")), out_dir.join(name));
     std::fs::write(&tmp, &bytes).map_err(|e| Error::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-    Ok((bytes, report))
+    Ok(bytes)
 }
 
 /// `to` relative to the folder `from`, `/`-separated (`..` for a site's `needle/` folder):
 /// what the index records so `needle eval INDEX` finds the site wherever the index was put.
 /// `None` when either cannot be resolved.
-pub(crate) fn relative_path(from: &Path, to: &Path) -> Option<String> {
+fn relative_path(from: &Path, to: &Path) -> Option<String> {
     let (from, to) = (from.canonicalize().ok()?, to.canonicalize().ok()?);
     let (a, b): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();

@@ -11,7 +11,7 @@
 //! `index.needle`). The merge refuses parts of different builds (stamp, settings, site), a
 //! missing or repeated part, and two parts that disagree about a page.
 
-use crate::build::{relative_path, skipped_page};
+use crate::build::{skipped_page, write_index};
 use crate::query::index::{self, Header, Index, PageEntry, PageStatus, INDEX_FILE};
 use crate::Error;
 use sha2::{Digest, Sha256};
@@ -107,6 +107,8 @@ fn find_part(path: &Path) -> Result<(PathBuf, Part), Error> {
 /// What a merge combined.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct MergeReport {
+    /// The model file the parts' vectors came from (what the browser bundle must ship).
+    pub model_sha256: String,
     pub parts: usize,
     pub pages_ok: usize,
     pub chunks: usize,
@@ -145,7 +147,7 @@ pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>) -> Result<(
         of,
         given: String::new(),
     })?;
-    let site_of = |file: &Path, header: &Header| file.parent().unwrap_or(Path::new(".")).join(&header.site).canonicalize().ok();
+    let site_of = |file: &Path, header: &Header| header.site_folder(file).and_then(|s| s.canonicalize().ok());
     let named = site_of(&first_file, &first);
     for (file, index) in parts.values() {
         let h = &index.header;
@@ -214,15 +216,10 @@ pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>) -> Result<(
     pages.extend(skipped.into_values().cloned());
     let bm25 = index::bm25_of(&chunks);
     let mut merged = Index { header: Header { pages, chunks, bm25, ..first }, vectors };
-    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
     let site = site.map(Path::to_path_buf).or(named);
-    merged.header.site = site.as_deref().and_then(|s| relative_path(out_dir, s)).unwrap_or_default();
-    let bytes = merged.to_bytes()?;
-    let path = out_dir.join(INDEX_FILE);
-    let tmp = out_dir.join(format!("{INDEX_FILE}.tmp"));
-    std::fs::write(&tmp, &bytes).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    let bytes = write_index(&mut merged, out_dir, INDEX_FILE, site.as_deref())?;
     let report = MergeReport {
+        model_sha256: merged.header.stamp.model.model_sha256.clone(),
         parts: parts.len(),
         pages_ok: merged.header.pages.iter().filter(|p| p.status == PageStatus::Ok).count(),
         chunks: merged.header.chunks.len(),

@@ -55,7 +55,7 @@ pub const STOP_WORDS: &[&str] = &[
 ];
 
 /// The statistics BM25 needs, as stored in the index.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bm25 {
     /// Sorted vocabulary; `postings[i]` belongs to `terms[i]`.
     pub terms: Vec<String>,

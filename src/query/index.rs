@@ -167,6 +167,14 @@ pub struct Header {
     pub bm25: Bm25,
 }
 
+impl Header {
+    /// The site folder this index records, resolved against the folder of `index_file` (the
+    /// file it was read from); `None` when it records none (formats 1 and 2).
+    pub fn site_folder(&self, index_file: &std::path::Path) -> Option<std::path::PathBuf> {
+        (!self.site.is_empty()).then(|| index_file.parent().unwrap_or(std::path::Path::new("")).join(&self.site))
+    }
+}
+
 /// The header as formats 1 and 2 wrote it.
 #[derive(Deserialize)]
 struct HeaderV2 {
@@ -231,7 +239,7 @@ impl Index {
     /// The index as the browser bundle ships it: the index file with an empty vector block and
     /// the vectors file that names it (module documentation, "Split for the browser").
     pub fn to_split_bytes(&self) -> Result<(Vec<u8>, Vec<u8>), IndexError> {
-        let without_bm25 = Header { bm25: Bm25 { terms: Vec::new(), postings: Vec::new(), doc_len: Vec::new() }, ..self.header.clone() };
+        let without_bm25 = Header { bm25: Bm25::default(), ..self.header.clone() };
         let index = self.index_file(&without_bm25, false)?;
         let mut out = Vec::with_capacity(56 + self.vectors.len() + self.header.chunks.len() * 4 + 40);
         out.extend_from_slice(VECTORS_MAGIC);

@@ -251,10 +251,9 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Merge { parts, out, site, json } => {
             let (index_bytes, report) = build::part::merge(&parts, &out, site.as_deref()).context("merging the parts")?;
-            let index = needle::query::index::Index::from_bytes(&index_bytes, "index.needle")?;
             // The bundle ships the model the parts were built with (the stamp says which).
             let files = model_files(model_dir, true)?;
-            let fp32 = files.fp32_files().stamp().ok().is_some_and(|s| s.model_sha256 == index.header.stamp.model.model_sha256);
+            let fp32 = files.fp32_files().stamp().ok().is_some_and(|s| s.model_sha256 == report.model_sha256);
             let files = if fp32 { files.fp32_files() } else { files };
             write_bundle(&out, &index_bytes, &files);
             if json {

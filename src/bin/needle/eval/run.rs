@@ -71,10 +71,7 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
         (Some(site), _) => Some(site.clone()),
         (None, Target::Site(p)) => Some(p.clone()),
         // The index records its site relative to its own folder (formats 1 and 2 did not: ask).
-        (None, Target::Index(file, index)) => {
-            let recorded = &index.header.site;
-            (!recorded.is_empty()).then(|| file.parent().unwrap_or(Path::new("")).join(recorded))
-        }
+        (None, Target::Index(file, index)) => index.header.site_folder(file),
     };
     let site_dir = |why: &str| {
         site.as_deref()
