@@ -83,7 +83,7 @@
 //! and never use `innerText` (it applies CSS). Browsers stop nesting elements at depth 512
 //! where html5ever does not, so pages nested deeper than that may differ.
 
-use crate::doc::text::{Block, BlockKind};
+use crate::doc::text::{is_space, Block, BlockKind};
 
 /// Where the content is, most specific first (step 1).
 pub const CONTENT_ROOT_SELECTORS: &[&str] = &["article.md-content__inner", "main", "[role=main]", "article", "body"];
@@ -383,8 +383,8 @@ impl Canonicalizer {
         let piece: Vec<Unit> = match mode {
             Mode::Code => {
                 let all = lines.concat();
-                let a = all.iter().position(|u| !u.c.is_ascii_whitespace()).unwrap_or(all.len());
-                let z = all.iter().rposition(|u| !u.c.is_ascii_whitespace()).map_or(a, |z| z + 1);
+                let a = all.iter().position(|u| !is_space(u.c)).unwrap_or(all.len());
+                let z = all.iter().rposition(|u| !is_space(u.c)).map_or(a, |z| z + 1);
                 all[a..z.max(a)].to_vec()
             }
             Mode::Text | Mode::Heading(_) => {
@@ -443,7 +443,7 @@ fn collapse(line: &[Unit]) -> Vec<Unit> {
     let mut out = Vec::with_capacity(line.len());
     let mut space: Option<Unit> = None;
     for u in line {
-        if u.c.is_ascii_whitespace() {
+        if is_space(u.c) {
             if !out.is_empty() && space.is_none() {
                 space = Some(Unit { c: ' ', src: u.src });
             }
@@ -504,6 +504,15 @@ mod tests {
         }
         assert_eq!(slice_utf16(&c.text, 0, 1), Some("a"));
         assert_eq!(collapse_spaces(texts[0]), "a\u{1F600}b c");
+    }
+
+    proptest::proptest! {
+        /// The collapsing with sources and [`collapse_spaces`] are one rule.
+        #[test]
+        fn a_text_piece_collapses_as_collapse_spaces_does(s in "[ \t\n\r\x0ca\u{a0}é😀-]{0,40}") {
+            let c = run(&[Event::Open("p"), Event::Text(&s), Event::Close("p")]);
+            proptest::prop_assert_eq!(c.text, collapse_spaces(&s));
+        }
     }
 
     #[test]
