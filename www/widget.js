@@ -191,7 +191,7 @@ function sectionPath(section, title) {
 }
 
 /** The bundle files that make search semantic (they download after the lexical core). */
-const SEMANTIC_FILES = new Set(["wasm", "wasmRelaxed", "glue", "vectors", "model", "tokenizer"]);
+const SEMANTIC_FILES = new Set(["wasm", "wasmRelaxed", "vectors", "model", "tokenizer"]);
 const mb = (bytes) => (bytes / 1e6).toFixed(1);
 
 let counter = 0;

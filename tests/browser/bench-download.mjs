@@ -19,7 +19,7 @@ import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "
 import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
 import { brotliCompressSync, constants } from "node:zlib";
-import { ROOT, fixtureSite, launch, qrels } from "./helpers.mjs";
+import { ROOT, fixtureSite, launch, median, qrels } from "./helpers.mjs";
 
 const RUNS = Number(process.env.RUNS ?? 3);
 const LINK = { rate: 10e6 / 8, latency: 40 }; // bytes per second, ms
@@ -28,10 +28,6 @@ const sites = process.argv.slice(2).length ? process.argv.slice(2) : [fixtureSit
 const pagefindBin = join(ROOT, "target", "bench-compare", "node_modules", ".bin", "pagefind");
 
 const MIME = { ".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".html": "text/html", ".json": "application/json", ".wasm": "application/wasm" };
-const median = (a) => {
-  const s = a.filter((x) => x != null).sort((x, y) => x - y);
-  return s.length ? s[Math.floor(s.length / 2)] : null;
-};
 
 /** A static server over `root`: brotli, byte counting, optional pacing on one shared link. */
 function staticServer(root) {
@@ -131,8 +127,12 @@ try {
           const runs = [];
           for (let i = 0; i < RUNS; i++) runs.push(await coldRun(browser, srv, which));
           if (which === "needle" && runs.some((r) => r.modes[0] !== "bm25" || r.modes[1] !== "hybrid")) throw new Error(`unexpected modes ${JSON.stringify(runs.map((r) => r.modes))}`);
-          const ms = (k) => (median(runs.map((r) => r[k])) == null ? "–" : `${Math.round(median(runs.map((r) => r[k])))} ms`);
-          const kb = (k) => (median(runs.map((r) => r[k])) == null ? "–" : `${Math.round(median(runs.map((r) => r[k])) / 1000).toLocaleString("en")} KB`);
+          const mid = (k) => {
+            const xs = runs.map((r) => r[k]).filter((x) => x != null);
+            return xs.length ? median(xs) : null;
+          };
+          const ms = (k) => (mid(k) == null ? "–" : `${Math.round(mid(k))} ms`);
+          const kb = (k) => (mid(k) == null ? "–" : `${Math.round(mid(k) / 1000).toLocaleString("en")} KB`);
           const name = site.split("/").filter(Boolean).at(-1);
           lines.push(`| ${name} (${manifest.chunks} chunks) | ${which} | ${throttle ? "10 Mbit/s, 40 ms" : "localhost"} | ${ms("lexical")} | ${kb("lexicalBytes")} | ${ms("hybrid")} | ${kb("hybridBytes")} |`);
         }

@@ -9,12 +9,8 @@
 import { brotliCompressSync, constants } from "node:zlib";
 import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, fixtureSite, launch, ood, qrels, serve } from "./helpers.mjs";
+import { ROOT, fixtureSite, launch, median, ood, qrels, serve } from "./helpers.mjs";
 
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const fmt = (x, d = 1) => (x == null ? "–" : x.toFixed(d));
 const COLD_RUNS = Number(process.env.COLD_RUNS ?? 3);
 const ONLY = process.env.BENCH_ONLY; // "cold" | "warm" | "embed" | "bytes": one section

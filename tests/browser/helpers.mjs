@@ -22,6 +22,12 @@ export const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
+/** The median of numbers (the mean of the two middle ones for an even count): benchmarks report it. */
+export function median(a) {
+  const s = [...a].sort((x, y) => x - y);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
 /** The snippet a site adds to its pages (the README's two lines). */
 export const WIDGET_SNIPPET = `<script type="module" src="/needle/widget.js"></script>`;
 export const WIDGET_ELEMENT = `<needle-search id="needle-box" offline></needle-search>`;
