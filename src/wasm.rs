@@ -12,7 +12,7 @@ use crate::doc::canonical::{Canonicalizer, Source, CONTENT_ROOT_SELECTORS, DROP_
 #[cfg(feature = "embed")]
 use crate::embed::Embedder;
 use crate::query::bm25::marks;
-use crate::query::cite::{build_prompt, char_url, citations};
+use crate::query::cite::{build_prompt, citations};
 use crate::query::index::Index;
 use crate::query::search::{now_ms, search, Mode, SearchOptions, SearchResult, Timings};
 use serde::{Deserialize, Serialize};
@@ -40,9 +40,17 @@ pub struct Engine {
 struct JsHit {
     chunk: usize,
     page: String,
+    /// `text`, `pdf`, `media` or `csv`.
+    kind: String,
+    /// The URL that cites the hit (`cite::chunk_url`).
     url: String,
+    /// Where following it lands (`cite::chunk_link`): a media file's player page.
+    link: String,
     title: String,
     section: String,
+    /// The page, time range or rows (`page 4`, `0:12–0:18`, `rows 5–9`); absent for text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    locator: Option<String>,
     from: usize,
     to: usize,
     content: String,
@@ -257,10 +265,13 @@ impl Engine {
                 let title = chunk.and_then(|c| self.index.header.pages.get(c.page as usize)).map(|p| p.title.clone()).unwrap_or_default();
                 JsHit {
                     chunk: h.chunk,
-                    url: char_url(&h.page, h.from, h.to),
                     page: h.page.clone(),
+                    kind: h.kind.clone(),
+                    url: h.url.clone(),
+                    link: h.link.clone(),
                     title,
                     section: chunk.map(|c| c.section.clone()).unwrap_or_default(),
+                    locator: chunk.and_then(|c| c.locator.label()),
                     from: h.from,
                     to: h.to,
                     content: h.content.clone(),

@@ -243,7 +243,7 @@ fn query_prints_citations_and_refuses_off_topic_questions() {
     assert!(ok, "{err}");
     let first = out.lines().next().unwrap_or("");
     assert!(first.starts_with("[1] working-with-unsafe.html  "), "the page that answers is cited first: {out}");
-    assert!(first.contains("  #char=") && first.contains("  d=0."), "{first}");
+    assert!(first.contains("  working-with-unsafe.html#char=") && first.contains("  d=0."), "{first}");
     assert!(out.contains("the only bullet-proof way to limit the scope of unsafe code"), "the quote is shown: {out}");
 
     let (ok, out, _) = needle(&["query", &index, "What is a good recipe for sourdough bread with a crisp crust?"], None);

@@ -1,4 +1,5 @@
-//! The question sets of other real sites (tests/fixtures/qsets/*) obey their rules: at least 30
+//! The question sets of other real sites (tests/fixtures/qsets/*, and tests/fixtures/kinds for
+//! PDFs, captions and a table) obey their rules: at least 30
 //! questions, each needle found exactly once in the site's canonical text and not only in a
 //! heading (`needle eval --check`), a ticket phrasing that shares at most one content word with
 //! its needle (BM25's tokenizer, stop words aside), and 30 out-of-domain queries, two thirds of
@@ -18,6 +19,8 @@ fn sets() -> Vec<PathBuf> {
         .filter(|p| p.is_dir())
         .collect();
     sets.sort();
+    // The PDFs, captions and table of the citation-kinds fixture have their set too.
+    sets.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kinds"));
     sets
 }
 

@@ -260,18 +260,20 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
                 // The stored offsets still quote the site's canonical text.
                 let site = dir.join("site");
                 let opts = needle::doc::extract::ExtractOptions::default();
-                let found = needle::doc::extract::discover(&site, &opts).expect("discover");
-                for f in &found.files {
-                    let bytes = std::fs::read(&f.abs_path).expect("read");
-                    let needle::doc::extract::Extracted::Page(doc) = needle::doc::extract::extract_file(f, &bytes, &opts).expect("extract")
-                    else {
-                        continue;
-                    };
+                for doc in needle::build::site::extract_site(&site, &opts).expect("walk").documents() {
                     let p = idx.header.pages.iter().position(|p| p.path == doc.path).expect("page in index") as u32;
                     for c in idx.header.chunks.iter().filter(|c| c.page == p) {
                         assert_eq!(needle::doc::text::slice_utf16(&doc.text, c.from as usize, c.to as usize), Some(c.content.as_str()));
                     }
                 }
+                // Formats 1–3 cite every chunk by `#char=`; 4 records each chunk's locator.
+                let mut kinds = serde_json::Map::new();
+                for c in &idx.header.chunks {
+                    let n = kinds.get(c.locator.kind()).and_then(Value::as_u64).unwrap_or(0);
+                    kinds.insert(c.locator.kind().to_string(), Value::from(n + 1));
+                }
+                let want = expected.get("locators").cloned().unwrap_or_else(|| serde_json::json!({ "text": idx.header.chunks.len() }));
+                assert_eq!(Value::Object(kinds), want, "v{version} locators");
                 // The same question finds the same page, lexically and with the model it names.
                 let q = expected["query"].as_str().expect("query");
                 let want = expected["top_page"].as_str().expect("top_page");

@@ -1,6 +1,8 @@
 // highlight.js: the landing highlight. On a page opened at `page#char=from,to`, it rebuilds the
 // page's canonical text from the rendered DOM, wraps exactly that UTF-16 range in <mark> (across
-// elements if need be) and scrolls to it.
+// elements if need be) and scrolls to it. On a page opened at `page#media=FILE&t=start,end` (a
+// cited caption of a video or audio file this page plays), it finds the page's player of FILE,
+// shows its captions and plays the cited time range; no canonical text is involved there.
 // The canonical text rule is not written here: it is Rust (src/doc/canonical.rs), run by the
 // lexical core (WebAssembly with no model code). This file only walks the DOM: it finds the
 // content root and skips dropped subtrees with the selector lists the core gives it, and sends
@@ -204,8 +206,129 @@ function scrollTo(marks) {
   return marks;
 }
 
+// ---- Media: `#media=FILE&t=start,end` -------------------------------------------------------
+
 /**
- * Wires the highlight into this page: reads `#char=` now and on every hash change. `base` is
+ * `#media=FILE&t=start,end` → { media, start, end } (FILE percent-decoded, relative to the site
+ * root; seconds, `end` null when open), or null. `t` is a W3C Media Fragments temporal range in
+ * seconds (`t=10`, `t=10,20`, `t=,20`, an optional `npt:` prefix).
+ */
+export function parseMediaFragment(hash) {
+  const params = new Map();
+  for (const part of (hash ?? "").replace(/^#/, "").split("&")) {
+    const eq = part.indexOf("=");
+    if (eq > 0) params.set(part.slice(0, eq), part.slice(eq + 1));
+  }
+  const t = /^(?:npt:)?(\d+(?:\.\d+)?)?(?:,(\d+(?:\.\d+)?))?$/.exec(params.get("t") ?? "");
+  if (!params.get("media") || !t || (t[1] === undefined && t[2] === undefined)) return null;
+  let media;
+  try {
+    media = decodeURIComponent(params.get("media"));
+  } catch {
+    return null;
+  }
+  const start = t[1] === undefined ? 0 : Number(t[1]);
+  const end = t[2] === undefined ? null : Number(t[2]);
+  return end !== null && end <= start ? null : { media, start, end };
+}
+
+const withoutHash = (u) => u.href.replace(/#.*$/, "");
+
+/**
+ * The <video> or <audio> of `doc` that plays `url` (its `src`, or one of its <source>s,
+ * resolved like the browser resolves them), or null.
+ */
+export function findPlayer(url, doc = document) {
+  const want = withoutHash(url);
+  for (const player of doc.querySelectorAll("video, audio")) {
+    const srcs = [player.getAttribute("src"), ...[...player.querySelectorAll("source")].map((s) => s.getAttribute("src"))];
+    for (const src of srcs) {
+      if (!src) continue;
+      try {
+        if (withoutHash(new URL(src, doc.baseURI)) === want) return player;
+      } catch {
+        // an unparsable src plays nothing
+      }
+    }
+  }
+  return null;
+}
+
+/** The cited player and how to stop following it: one at a time per page. */
+let cited = null;
+
+/** Removes the cited mark (and the stop at the range's end) from the last cited player. */
+export function clearCited(doc = document) {
+  cited?.release();
+  cited = null;
+  for (const e of doc.querySelectorAll("[data-needle-cited]")) e.removeAttribute("data-needle-cited");
+}
+
+/**
+ * Plays `start..end` (seconds) of `player`: marks it (`data-needle-cited`, styled in
+ * widget.css), scrolls it into view, shows its captions, seeks to `start` (once its metadata is
+ * in), pauses at `end` unless the reader seeks elsewhere first, and asks to play (a browser's
+ * autoplay policy may refuse: the player then waits at `start`).
+ */
+export function playRange(player, { start, end }, doc = document) {
+  clearCited(doc);
+  player.setAttribute("data-needle-cited", `${start},${end ?? ""}`);
+  player.scrollIntoView({ block: "center", behavior: "instant" });
+  showCaptions(player);
+  const listeners = [];
+  const on = (type, f, opts) => {
+    player.addEventListener(type, f, opts);
+    listeners.push([type, f]);
+  };
+  const release = () => listeners.forEach(([type, f]) => player.removeEventListener(type, f));
+  cited = { player, release };
+  const seek = () => {
+    player.currentTime = start;
+    if (end === null) return;
+    // Our own seek ends in one `seeked`; a later `seeking` is the reader's: stop following.
+    on("seeked", () => on("seeking", release, { once: true }), { once: true });
+    on("timeupdate", () => {
+      if (player.currentTime >= end) {
+        player.pause();
+        release();
+      }
+    });
+  };
+  if (player.readyState >= 1) seek();
+  else {
+    on("loadedmetadata", seek, { once: true });
+    if (player.preload === "none") player.preload = "metadata";
+  }
+  player.play()?.catch?.(() => {});
+  return player;
+}
+
+/** Shows one captions or subtitles track: one already showing, else the default one, else the first. */
+function showCaptions(player) {
+  const texts = [...player.textTracks].filter((t) => t.kind === "captions" || t.kind === "subtitles");
+  if (!texts.length || texts.some((t) => t.mode === "showing")) return;
+  const dflt = [...player.querySelectorAll("track[default]")].map((e) => e.track).find((t) => texts.includes(t));
+  (dflt ?? texts[0]).mode = "showing";
+}
+
+/**
+ * Lands `#media=FILE&t=start,end` on this page: FILE is relative to `siteRoot`. Returns
+ * { player, how } with how = "media" | "none".
+ */
+export function landMedia({ media, start, end }, siteRoot, { doc = document, log = console } = {}) {
+  const url = new URL(media, siteRoot);
+  const player = findPlayer(url, doc);
+  if (!player) {
+    clearCited(doc);
+    log.warn?.(`needle: no <video> or <audio> on this page plays ${url.href}; nothing to play`);
+    return { player: null, how: "none" };
+  }
+  return { player: playRange(player, { start, end }, doc), how: "media" };
+}
+
+/**
+ * Wires the highlight into this page: reads `#char=` and `#media=` now and on every hash
+ * change (`#media=` needs neither the lexical core nor the page list). `base` is
  * the bundle's URL; `manifest` its manifest.json, as needle.js's `loadManifest` read it;
  * `loadCore` resolves to the initialised lexical core (needle.js's `loadLexicalCore`) and
  * `openEngine` is needle.js's `open` (used only to look a quote up).
@@ -224,19 +347,31 @@ export async function install(base, { loadCore, openEngine, selector = null, man
     }
     pages = await res.json();
   };
+  const siteRoot = new URL(manifest.siteRoot ?? "../", baseUrl);
+  const pagePath = () => {
+    const p = decodeURIComponent(location.pathname.startsWith(siteRoot.pathname) ? location.pathname.slice(siteRoot.pathname.length) : location.pathname);
+    return p === "" || p.endsWith("/") ? p + "index.html" : p;
+  };
+  const announce = (detail) => document.dispatchEvent(new CustomEvent("needle:highlight", { detail }));
   const run = async () => {
+    const media = parseMediaFragment(location.hash);
+    if (media) {
+      clearMarks();
+      const { how } = landMedia(media, siteRoot);
+      announce({ ...media, path: pagePath(), how, count: how === "media" ? 1 : 0 });
+      return { marks: [], how };
+    }
     const range = parseCharFragment(location.hash);
     if (!range) return null;
+    clearCited();
     const [core] = await Promise.all([loadCore(baseUrl, manifest), load()]);
-    const siteRoot = new URL(manifest.siteRoot ?? "../", baseUrl);
-    let path = decodeURIComponent(location.pathname.startsWith(siteRoot.pathname) ? location.pathname.slice(siteRoot.pathname.length) : location.pathname);
-    if (path === "" || path.endsWith("/")) path += "index.html";
+    const path = pagePath();
     const getQuote = async () => {
       engine ??= await openEngine(baseUrl, { model: false });
       return engine.quote(path, range.from, range.to);
     };
     const result = await highlightRange(core, range, pages[path], getQuote, { selector });
-    document.dispatchEvent(new CustomEvent("needle:highlight", { detail: { ...range, path, how: result.how, count: result.marks.length } }));
+    announce({ ...range, path, how: result.how, count: result.marks.length });
     return result;
   };
   addEventListener("hashchange", () => run().catch((e) => console.warn("needle: highlight failed:", e)));

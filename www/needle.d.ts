@@ -5,10 +5,18 @@ export interface NeedleHit {
   chunk: number;
   /** Page path relative to the site root (as `needle search` prints it). */
   page: string;
-  /** Absolute link to the cited range: `…/page#char=from,to`. */
+  /** The document's kind, which decides how it is cited. */
+  kind: "text" | "pdf" | "media" | "csv";
+  /** Absolute URL of the cited range, by the document's own standard: `…/page#char=from,to`,
+   * `…/file.pdf#page=N`, `…/clip.webm#t=start,end`, `…/table.csv#row=a-b`. */
   url: string;
+  /** Absolute URL a reader following the hit lands on: `url`, except for a media file played
+   * on a page, where it is that page at `#media=<file>&t=start,end` (the highlight seeks the player). */
+  link: string;
   title: string;
   section: string;
+  /** The page, time range or rows (`page 4`, `0:12–0:18`, `rows 5–9`); absent for text. */
+  locator?: string;
   /** UTF-16 offsets into the page's canonical text. */
   from: number;
   to: number;

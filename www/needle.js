@@ -56,7 +56,10 @@ class Engine {
   async search(query, { k = 20, mode = "hybrid", cut = null, maxChunks = null } = {}) {
     const json = await this.#backend.call("search", [String(query), k, mode, cut, maxChunks]);
     const r = JSON.parse(json);
-    for (const h of r.hits) h.url = new URL(h.url, this.#siteRoot).href;
+    for (const h of r.hits) {
+      h.url = new URL(h.url, this.#siteRoot).href;
+      h.link = new URL(h.link ?? h.url, this.#siteRoot).href;
+    }
     r.query = String(query);
     return r;
   }

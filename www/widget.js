@@ -43,7 +43,13 @@ async function addPageStyle(base) {
   document.head.append(link);
 }
 
-/** The landing highlight: on `#char=` (now or after a hash change), load highlight.js and run it. */
+/**
+ * A fragment the landing highlight acts on: `#char=from,to` (a cited range of this page) or
+ * `#media=FILE&t=start,end` (a cited time range of a video or audio file this page plays).
+ */
+const LANDING = /^#(char=\d+,\d+|media=[^&]+&t=[^&]+)$/;
+
+/** The landing highlight: on `#char=` or `#media=` (now or after a hash change), load highlight.js and run it. */
 let landed = false;
 async function landing(base, selector) {
   if (landed) return;
@@ -57,7 +63,7 @@ async function landing(base, selector) {
   };
   let started = null;
   const maybe = () => {
-    if (!started && /^#char=\d+,\d+$/.test(location.hash)) started = start().catch((e) => console.warn("needle: highlight failed:", e));
+    if (!started && LANDING.test(location.hash)) started = start().catch((e) => console.warn("needle: highlight failed:", e));
   };
   addEventListener("hashchange", maybe);
   maybe();
@@ -408,12 +414,15 @@ class NeedleSearch extends HTMLElement {
 
   #option(h, i, suggestion) {
     const li = el("li", { role: "option", id: `${this.input.id}-opt-${i}`, "aria-selected": "false", class: suggestion ? "suggestion" : "hit" });
-    const a = el("a", { href: h.url, tabindex: "-1" });
+    // `link`: where the citation lands (a media file's player page); `url` names the cited range.
+    const a = el("a", { href: h.link ?? h.url, tabindex: "-1" });
     const title = h.title || h.page;
     const sections = sectionPath(h.section, title);
     const crumbs = el("span", { class: "crumbs", part: "crumbs" });
     crumbs.append(el("span", { class: "title" }, title));
     for (const s of sections) crumbs.append(el("span", { class: "sep", "aria-hidden": "true" }, "›"), el("span", { class: "section" }, s));
+    // The page of a PDF, the time range of a caption, the rows of a table: `page 20`, `0:00–0:08.4`.
+    if (h.locator) crumbs.append(el("span", { class: "sep", "aria-hidden": "true" }, "·"), el("span", { class: "locator", part: "locator" }, h.locator));
     a.append(crumbs);
     if (!suggestion) {
       const q = el("q", { class: "snippet", part: "snippet" });

@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 /// so that every `PageStatus` variant is in the bytes.
 pub fn tiny() -> Index {
     let chunks = vec![
-        ChunkEntry { page: 0, section: "S".into(), from: 0, to: 5, content: "hello".into(), header: "[T > S]".into() },
-        ChunkEntry { page: 0, section: "S".into(), from: 7, to: 12, content: "world".into(), header: "[T > S]".into() },
+        ChunkEntry { page: 0, section: "S".into(), from: 0, to: 5, content: "hello".into(), header: "[T > S]".into(), locator: Default::default() },
+        ChunkEntry { page: 0, section: "S".into(), from: 7, to: 12, content: "world".into(), header: "[T > S]".into(), locator: Default::default() },
     ];
     let bm25 = Bm25::build(chunks.iter().map(|c| c.embedded_text()).collect::<Vec<_>>().iter().map(|s| s.as_str()));
     let page = |path: &str, status: PageStatus, text_len: u32, chunk_count: u32| PageEntry {
@@ -22,6 +22,7 @@ pub fn tiny() -> Index {
         text_len,
         status,
         chunk_count,
+        host: String::new(),
     };
     Index {
         header: Header {

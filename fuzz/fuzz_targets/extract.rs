@@ -1,4 +1,6 @@
-//! Arbitrary bytes as a page: HTML, Markdown and plain text, through the public extraction API.
+//! Arbitrary bytes as a page: HTML, Markdown and plain text, through the public extraction API;
+//! and as a PDF, a CSV table and WebVTT captions, which must extract or fail with a reason and
+//! chunk with exact offsets and a locator of their kind.
 //!
 //! Asserts, for every page that extracts (rule of `src/doc/extract.rs`, steps 3–9):
 //! - no panic, whatever the bytes (binary, bad encodings, BOMs, deep nesting);
@@ -20,6 +22,8 @@
 use libfuzzer_sys::fuzz_target;
 use needle::doc::chunk::{self, ChunkConfig};
 use needle::doc::extract::{extract_file, ExtractOptions, Extracted, SourceFile, SourceKind};
+use needle::doc::locator::Source;
+use needle::doc::media;
 use needle::doc::text::{self, BlockKind, Document};
 
 fn is_browser_ws(c: char) -> bool {
@@ -55,13 +59,26 @@ fn check(doc: &Document, kind: SourceKind) {
             assert_eq!(t.get(b.end..next.start), Some("\n\n"), "blocks {i} and {} not separated by a blank line", i + 1);
         }
     }
-    // Extraction feeds the chunker: its offsets must hold on real extracted pages too.
+    check_chunks(doc);
+}
+
+/// Extraction feeds the chunker: its offsets must hold on real extracted documents too, and
+/// every chunk of a PDF, media or table document is located by its kind's units.
+fn check_chunks(doc: &Document) {
+    let t = &doc.text;
     let mut count = |s: &str| s.chars().count() / 2 + 2;
     let (chunks, stats) = chunk::chunk_document(doc, &ChunkConfig::default(), &mut count);
     assert_eq!(stats.chunks, chunks.len());
     for (i, c) in chunks.iter().enumerate() {
         assert_eq!(text::slice_utf16(t, c.from, c.to), Some(c.content.as_str()), "chunk {i} {}..{}", c.from, c.to);
         assert_eq!(c.text.get(c.header_len..), Some(c.content.as_str()), "chunk {i}: text = header + content");
+        let want = match doc.source {
+            Source::Page => "text",
+            Source::Pdf { .. } => "pdf",
+            Source::Media { .. } => "media",
+            Source::Table { .. } => "csv",
+        };
+        assert_eq!(c.locator.kind(), want, "chunk {i}: {:?}", c.locator);
     }
 }
 
@@ -85,5 +102,16 @@ fuzz_target!(|data: &[u8]| {
                 let _ = e.to_string();
             }
         }
+    }
+    for (kind, name) in [(SourceKind::Pdf, "doc.pdf"), (SourceKind::Csv, "table.csv")] {
+        let src = SourceFile { rel_path: format!("fuzz/{name}"), abs_path: name.into(), kind };
+        match extract_file(&src, page, &opts) {
+            Ok(Extracted::Page(doc)) => check_chunks(&doc),
+            Ok(Extracted::Skipped(reason)) => assert!(!reason.is_empty()),
+            Err(e) => assert!(e.to_string().starts_with(&src.rel_path), "{e}"),
+        }
+    }
+    if let Ok(cues) = std::str::from_utf8(page).map_err(|_| String::new()).and_then(media::parse_vtt) {
+        check_chunks(&media::media_document("fuzz/clip.webm", "clip", &cues, None, &[]));
     }
 });

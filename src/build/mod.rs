@@ -14,6 +14,7 @@
 pub(crate) mod assets;
 pub mod bundle;
 pub mod part;
+pub mod site;
 
 use crate::doc::chunk::{self, ChunkConfig};
 use crate::doc::extract::{self, ExtractOptions, Extracted};
@@ -285,18 +286,13 @@ impl Page {
 /// earlier one is skipped in its favour (mdBook's `index.html` copies the first chapter: the
 /// chapter keeps its own name).
 fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Result<Vec<Page>, Error> {
-    let discovered = extract::discover(site, &opts.extract)?;
+    let site = site::extract_site(site, &opts.extract)?;
+    let discovered = site.discovered;
     report.skipped.extend(discovered.excluded.iter().cloned());
-    let extracted: Vec<(String, Result<Extracted, String>)> = discovered
-        .files
-        .par_iter()
-        .map(|src| {
-            let res = extract::read_page(src, &opts.extract)
-                .and_then(|bytes| extract::extract_file(src, &bytes, &opts.extract))
-                .map_err(|e| strip_path(&e.to_string(), &src.rel_path));
-            (src.rel_path.clone(), res)
-        })
-        .collect();
+    let extracted = site.results.into_iter().map(|(path, res)| {
+        let res = res.map_err(|e| strip_path(&e.to_string(), &path));
+        (path, res)
+    });
 
     let mut pages: Vec<Page> = Vec::new();
     for (path, reason) in &discovered.unreadable {
@@ -312,7 +308,7 @@ fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Res
             }
             Ok(Extracted::Skipped(reason)) => report.skipped.push((path, reason)),
             Ok(Extracted::Page(doc)) => {
-                let hash = index::sha256_hex(doc.text.as_bytes());
+                let hash = content_hash(&doc);
                 if let Some(&first) = seen.get(&hash) {
                     let kept = &mut pages[first];
                     if extract::is_index_page(&kept.entry.path) && !extract::is_index_page(&doc.path) {
@@ -444,6 +440,7 @@ fn assemble(
             to: c.to as u32,
             header: c.text[..c.header_len].trim_end().to_string(),
             content: c.content,
+            locator: c.locator,
         };
         // Kept as the file will hold it, so this index searches exactly like the one read back.
         fresh[pc.page].push((entry, index::quantized(&v)));
@@ -546,6 +543,16 @@ pub fn read_index(path: &Path) -> Result<Index, Error> {
     Ok(index)
 }
 
+/// What decides that a page is unchanged (its chunks are reused) or a copy of another: its
+/// canonical text, and for the other kinds also the units it is cited by (a cue retimed with
+/// the same words cites another time range).
+fn content_hash(doc: &Document) -> String {
+    match &doc.source {
+        crate::doc::locator::Source::Page => index::sha256_hex(doc.text.as_bytes()),
+        source => index::sha256_hex(format!("{}\0{source:?}", doc.text).as_bytes()),
+    }
+}
+
 fn ok_page(doc: &Document, hash: String) -> PageEntry {
     PageEntry {
         path: doc.path.clone(),
@@ -554,6 +561,7 @@ fn ok_page(doc: &Document, hash: String) -> PageEntry {
         text_len: utf16_len(&doc.text) as u32,
         status: PageStatus::Ok,
         chunk_count: 0,
+        host: doc.source.host().unwrap_or_default().to_string(),
     }
 }
 
@@ -565,6 +573,7 @@ fn failed_page(path: String, reason: String) -> PageEntry {
         text_len: 0,
         status: PageStatus::Failed { reason },
         chunk_count: 0,
+        host: String::new(),
     }
 }
 
@@ -576,6 +585,7 @@ pub(crate) fn skipped_page(path: String, reason: String) -> PageEntry {
         text_len: 0,
         status: PageStatus::Skipped { reason },
         chunk_count: 0,
+        host: String::new(),
     }
 }
 

@@ -191,7 +191,9 @@ pub const VERBATIM_ELEMENTS: &[&str] = &["pre", "listing", "xmp", "plaintext"];
 /// 2: hugo-book's `#` permalinks, Docsy's tag list and child-page index, kramdown's in-page
 /// TOC (just-the-docs), Starlight's page footer and VitePress's code language badge are chrome;
 /// block elements inside `<pre>` end lines (Expressive Code's line `<div>`s).
-pub const EXTRACTOR_VERSION: u32 = 2;
+/// 3: PDFs, CSV tables and caption tracks are documents too (`doc::pdf`, `doc::table`,
+/// `doc::media`).
+pub const EXTRACTOR_VERSION: u32 = 3;
 
 /// What a walker hands the rule (see "The walkers").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

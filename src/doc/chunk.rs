@@ -30,6 +30,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::doc::locator::{Locator, Source};
 use crate::doc::text::{self, Block, BlockKind, Document};
 
 /// How a page is cut into chunks. See the module documentation; E is the default.
@@ -161,6 +162,8 @@ pub struct Chunk {
     /// Bytes of `text` before `content`: the header and its `"\n"` separator, so
     /// `text[header_len..] == content`. 0 when there is no header.
     pub header_len: usize,
+    /// How the chunk is cited beyond `from..to`: its PDF page, time range or rows.
+    pub locator: Locator,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,7 +211,52 @@ pub fn header(title: &str, section: &str) -> String {
 /// encoder sees it, `[CLS]` and `[SEP]` included. Total: never panics on malformed blocks (they
 /// are clamped to the text and to char boundaries; a document with no blocks is treated as one
 /// text block).
+///
+/// Each chunk's [`Locator`] comes from the document's [`Source`]: a PDF is cut page by page
+/// (each page's text and blocks on their own, offsets then moved to the whole text), so no
+/// chunk spans a page break; a media or table document is cut as one text and each chunk named
+/// by the cues or rows it covers.
 pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn FnMut(&str) -> usize) -> (Vec<Chunk>, ChunkStats) {
+    let Source::Pdf { pages } = &doc.source else {
+        let (mut chunks, stats) = chunk_text(doc, cfg, count_tokens);
+        if doc.source != Source::Page {
+            for c in &mut chunks {
+                let start = text::utf16_to_byte(&doc.text, c.from).unwrap_or_default();
+                c.locator = doc.source.locate(start, start + c.content.len());
+            }
+        }
+        return (chunks, stats);
+    };
+    let mut chunks = Vec::new();
+    let mut stats = ChunkStats::default();
+    for (n, range) in pages.iter().enumerate() {
+        let Some(page_text) = doc.text.get(range.clone()) else { continue };
+        let blocks = doc
+            .blocks
+            .iter()
+            .filter(|b| b.start >= range.start && b.end <= range.end)
+            .map(|b| Block { start: b.start - range.start, end: b.end - range.start, ..b.clone() })
+            .collect();
+        if page_text.trim().is_empty() {
+            continue;
+        }
+        let page = Document { path: doc.path.clone(), title: doc.title.clone(), text: page_text.to_string(), blocks, source: Source::Page };
+        let (page_chunks, page_stats) = chunk_text(&page, cfg, count_tokens);
+        let shift = text::utf16_len(&doc.text[..range.start]);
+        chunks.extend(page_chunks.into_iter().map(|c| Chunk {
+            from: c.from + shift,
+            to: c.to + shift,
+            locator: Locator::Page(n as u32 + 1),
+            ..c
+        }));
+        stats += page_stats;
+    }
+    stats.chunks = chunks.len();
+    (chunks, stats)
+}
+
+/// [`chunk_document`] for one text, every chunk located by `#char=`.
+fn chunk_text(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn FnMut(&str) -> usize) -> (Vec<Chunk>, ChunkStats) {
     let layout = Layout::new(doc);
     let target = cfg.target_chars.max(1);
     let mut stats = ChunkStats::default();
@@ -295,6 +343,7 @@ fn overlap_and_cite(text: &str, cores: Vec<Core>, cfg: &ChunkConfig, count_token
             from,
             to,
             header_len,
+            locator: Locator::Char,
         });
         prev = Some((start, core.end));
     }
@@ -960,6 +1009,7 @@ pub mod invariants {
 mod tests {
     use super::invariants::check;
     use super::{chunk_document, header, Chunk, ChunkConfig, ChunkError, ChunkStats, Strategy};
+    use crate::doc::locator::{Locator, Source};
     use crate::doc::text::{self, Block, BlockKind, Document};
 
     use BlockKind::{Code, Heading, Text};
@@ -981,7 +1031,7 @@ mod tests {
             text.push_str(t);
             out.push(Block { start, end: text.len(), kind: *kind, section: sec.iter().map(|s| s.to_string()).collect() });
         }
-        Document { path: "p.html".into(), title: title.into(), text, blocks: out }
+        Document { path: "p.html".into(), title: title.into(), text, blocks: out, source: Default::default() }
     }
 
     fn cfg(strategy: Strategy, target_chars: usize, overlap_chars: usize, max_tokens: usize) -> ChunkConfig {
@@ -1013,6 +1063,32 @@ mod tests {
         }
         assert_eq!(serde_json::from_str::<Strategy>("\"e\"").expect("lowercase alias"), Strategy::E);
         assert_eq!("G".parse::<Strategy>(), Err(ChunkError::UnknownStrategy("G".into())));
+    }
+
+    #[test]
+    fn a_pdf_is_cut_page_by_page_and_each_chunk_names_its_page() {
+        let first = "Words on the first page run on. ".repeat(12);
+        let first = first.trim_end();
+        let text = format!("{first}\n\n\n\nLast page.");
+        let (p1, p3) = (0..first.len(), first.len() + 4..text.len());
+        let block = |r: &std::ops::Range<usize>| Block { start: r.start, end: r.end, kind: Text, section: vec!["S".into()] };
+        let doc = Document {
+            path: "m.pdf".into(),
+            title: "M".into(),
+            blocks: vec![block(&p1), block(&p3)],
+            source: Source::Pdf { pages: vec![p1.clone(), first.len() + 2..first.len() + 2, p3.clone()] },
+            text,
+        };
+        // Overlap (F) must not carry the first page's tail onto the last.
+        let (chunks, stats) = chunk_document(&doc, &cfg(Strategy::F, 100, 40, 256), &mut |s: &str| s.split_whitespace().count() + 2);
+        assert_eq!(stats.chunks, chunks.len());
+        for c in &chunks {
+            assert_eq!(text::slice_utf16(&doc.text, c.from, c.to), Some(c.content.as_str()));
+            let Locator::Page(n) = c.locator else { panic!("{:?}", c.locator) };
+            assert!(n == 1 || n == 3, "{n}");
+            assert_eq!(c.content.contains("Last page."), n == 3);
+        }
+        assert_eq!(chunks.last().map(|c| c.content.as_str()), Some("Last page."));
     }
 
     #[test]
@@ -1238,7 +1314,7 @@ mod tests {
     }
 
     fn chunk(text: &str, content: &str, section: &str, from: usize, to: usize, header_len: usize) -> Chunk {
-        Chunk { text: text.into(), content: content.into(), section: section.into(), from, to, header_len }
+        Chunk { text: text.into(), content: content.into(), section: section.into(), from, to, header_len, locator: Locator::Char }
     }
 
     #[test]
@@ -1414,7 +1490,7 @@ mod tests {
                     text.push_str(t);
                     out.push(Block { start, end: text.len(), kind, section });
                 }
-                Document { path: "p".into(), title, text, blocks: out }
+                Document { path: "p".into(), title, text, blocks: out, source: Default::default() }
             })
         }
 

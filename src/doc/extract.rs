@@ -48,8 +48,8 @@ pub fn is_index_page(path: &str) -> bool {
 /// first, and a generous window costs nothing for the common UTF-8 page.
 pub const PRESCAN_BYTES: usize = 4096;
 
-/// File extensions (lowercase) that are pages; every other file is ignored silently.
-pub const PAGE_EXTENSIONS: &[&str] = &["html", "htm", "md", "markdown", "txt"];
+/// File extensions (lowercase) that are documents; every other file is ignored silently.
+pub const PAGE_EXTENSIONS: &[&str] = &["html", "htm", "md", "markdown", "txt", "pdf", "csv", "vtt"];
 
 /// The default exclusions, globs relative to the site root in which `*` does not cross `/` and
 /// `**/` spans any number of folders. A pattern ending in `/**` excludes a whole folder, which
@@ -133,6 +133,13 @@ pub enum SourceKind {
     Html,
     Markdown,
     Text,
+    /// A PDF ([`crate::doc::pdf`]).
+    Pdf,
+    /// A CSV table ([`crate::doc::table`]).
+    Csv,
+    /// WebVTT captions: the document of the media file of the same name next to it
+    /// ([`crate::doc::media`]).
+    Captions,
 }
 
 impl SourceKind {
@@ -143,6 +150,9 @@ impl SourceKind {
             "html" | "htm" => Some(SourceKind::Html),
             "md" | "markdown" => Some(SourceKind::Markdown),
             "txt" => Some(SourceKind::Text),
+            "pdf" => Some(SourceKind::Pdf),
+            "csv" => Some(SourceKind::Csv),
+            "vtt" => Some(SourceKind::Captions),
             _ => None,
         }
     }
@@ -313,12 +323,155 @@ pub fn read_page(src: &SourceFile, opts: &ExtractOptions) -> Result<Vec<u8>, Ext
 
 /// Extracts one page from its bytes (see the module documentation for the rule).
 pub fn extract_file(src: &SourceFile, bytes: &[u8], opts: &ExtractOptions) -> Result<Extracted, ExtractError> {
+    let invalid = |reason: String| ExtractError::Invalid { path: src.rel_path.clone(), reason };
+    match src.kind {
+        SourceKind::Pdf => return crate::doc::pdf::pdf_document(&src.rel_path, bytes).map(Extracted::Page).map_err(invalid),
+        SourceKind::Csv => {
+            let title = file_stem(&src.rel_path);
+            return Ok(match crate::doc::table::table_document(&src.rel_path, &title, bytes).map_err(invalid)? {
+                Some(doc) => Extracted::Page(doc),
+                None => Extracted::Skipped("no data record".into()),
+            });
+        }
+        _ => {}
+    }
     let text = decode(&src.rel_path, bytes, src.kind)?;
     match src.kind {
         SourceKind::Html => extract_html(&src.rel_path, &text, opts),
         SourceKind::Markdown => Ok(extract_markdown(&src.rel_path, &text)),
-        SourceKind::Text => Ok(extract_text(&src.rel_path, &text)),
+        SourceKind::Captions => {
+            let Some(media) = captioned_media(src) else {
+                return Ok(Extracted::Skipped("captions with no media file of the same name next to them".into()));
+            };
+            let cues = crate::doc::media::parse_vtt(&text).map_err(invalid)?;
+            Ok(Extracted::Page(crate::doc::media::media_document(&media, &file_stem(&media), &cues, None, &[])))
+        }
+        _ => Ok(extract_text(&src.rel_path, &text)),
     }
+}
+
+/// The media file a standalone `.vtt` captions: the one next to it with the same name and a
+/// media extension, as a path relative to the site root.
+fn captioned_media(src: &SourceFile) -> Option<String> {
+    let stem = src.rel_path.rsplit_once('.')?.0;
+    crate::doc::media::MEDIA_EXTENSIONS.iter().find(|ext| src.abs_path.with_extension(ext).is_file()).map(|ext| format!("{stem}.{ext}"))
+}
+
+/// A media player on a page: `<video>` or `<audio>` with a captions (or subtitles) track.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Player {
+    /// The media file, relative to the site root.
+    pub media: String,
+    /// Its captions file, relative to the site root.
+    pub captions: String,
+    /// The page's heading path above the player.
+    pub section: Vec<String>,
+}
+
+static PLAYERS: LazyLock<Selector> = LazyLock::new(|| Selector::parse("video, audio").expect("valid CSS"));
+static SOURCE: LazyLock<Selector> = LazyLock::new(|| Selector::parse("source[src]").expect("valid CSS"));
+static TRACK: LazyLock<Selector> = LazyLock::new(|| Selector::parse("track[src]").expect("valid CSS"));
+static HEADING: LazyLock<Selector> = LazyLock::new(|| Selector::parse("h1, h2, h3, h4, h5, h6").expect("valid CSS"));
+
+/// The players of the HTML page `rel_path` (its text) inside its content root, with a local
+/// media file and a local captions track (`kind` captions or subtitles; the `default` one,
+/// else the first). Remote URLs are not site files and are left out.
+pub fn players(rel_path: &str, html: &str, opts: &ExtractOptions) -> Vec<Player> {
+    let doc = Html::parse_document(html);
+    let root = match &opts.selector {
+        Some(sel) => Selector::parse(sel).ok().and_then(|s| doc.select(&s).next()),
+        None => automatic_root(&doc),
+    };
+    let Some(root) = root else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut open: Vec<(u8, String)> = Vec::new();
+    for el in root.descendants().filter_map(ElementRef::wrap) {
+        if HEADING.matches(&el) {
+            let level = el.value().name().as_bytes().get(1).map_or(6, |b| b - b'0');
+            open.retain(|(l, _)| *l < level);
+            open.push((level, visible_text(el)));
+        } else if PLAYERS.matches(&el) && !el.ancestors().filter_map(ElementRef::wrap).any(|a| DROP.matches(&a)) {
+            let src = el.attr("src").or_else(|| el.select(&SOURCE).next().and_then(|s| s.attr("src")));
+            let tracks: Vec<ElementRef<'_>> = el
+                .select(&TRACK)
+                .filter(|t| t.attr("kind").is_none_or(|k| k.eq_ignore_ascii_case("captions") || k.eq_ignore_ascii_case("subtitles")))
+                .collect();
+            let track = tracks.iter().find(|t| t.attr("default").is_some()).or(tracks.first());
+            let (Some(media), Some(captions)) =
+                (src.and_then(|s| site_path(rel_path, s)), track.and_then(|t| site_path(rel_path, t.attr("src")?)))
+            else {
+                continue;
+            };
+            out.push(Player { media, captions, section: open.iter().map(|(_, t)| t.clone()).filter(|t| !t.is_empty()).collect() });
+        }
+    }
+    out
+}
+
+/// A heading's text as the canonical text has it (dropped marks such as permalinks left out).
+fn visible_text(el: ElementRef<'_>) -> String {
+    let mut text = String::new();
+    for node in el.descendants() {
+        if let Node::Text(t) = node.value() {
+            if !node.ancestors().filter_map(ElementRef::wrap).take_while(|a| a.id() != el.id()).any(|a| DROP.matches(&a)) {
+                text.push_str(t);
+            }
+        }
+    }
+    collapse_spaces(&text)
+}
+
+/// A link's target as a path relative to the site root, resolved against the page
+/// `rel_path`; `None` for remote URLs and for paths that leave the site.
+pub fn site_path(rel_path: &str, href: &str) -> Option<String> {
+    let href = href.trim();
+    let href = href.split(['#', '?']).next().unwrap_or_default();
+    if href.is_empty() || href.starts_with("//") || href.split('/').next().is_some_and(|first| first.contains(':')) {
+        return None;
+    }
+    let mut parts: Vec<String> = if href.starts_with('/') {
+        Vec::new()
+    } else {
+        rel_path.split('/').map(str::to_string).collect::<Vec<_>>().split_last().map(|(_, dir)| dir.to_vec()).unwrap_or_default()
+    };
+    for seg in href.split('/') {
+        match percent_decode(seg)?.as_str() {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            seg => parts.push(seg.to_string()),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// `%XX` escapes of a path segment decoded (as UTF-8); `None` when they are not valid.
+fn percent_decode(seg: &str) -> Option<String> {
+    let b = seg.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The document of a player's media file from its captions file's bytes: titled by the page
+/// that shows it (`host`), its section the heading path above the player.
+pub fn hosted_media_document(host: &Document, player: &Player, captions: &[u8]) -> Result<Document, ExtractError> {
+    let invalid =
+        |reason: String| ExtractError::Invalid { path: player.media.clone(), reason: format!("captions {}: {reason}", player.captions) };
+    let text = decode(&player.captions, captions, SourceKind::Captions)?;
+    let cues = crate::doc::media::parse_vtt(&text).map_err(invalid)?;
+    Ok(crate::doc::media::media_document(&player.media, &host.title, &cues, Some(host.path.clone()), &player.section))
 }
 
 /// Decodes a page's bytes to text (module documentation, "Decoding").
@@ -544,10 +697,10 @@ fn finish(rel_path: &str, root: ElementRef<'_>, head_title: Option<String>) -> E
         .map(|b| text[b.start..b.end].replace('\n', " "))
         .or(head_title.filter(|t| !t.is_empty()))
         .unwrap_or_else(|| file_stem(rel_path));
-    Extracted::Page(Document { path: rel_path.to_string(), title, text, blocks })
+    Extracted::Page(Document { path: rel_path.to_string(), title, text, blocks, source: Default::default() })
 }
 
-fn file_stem(rel_path: &str) -> String {
+pub(crate) fn file_stem(rel_path: &str) -> String {
     let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
     match name.rsplit_once('.') {
         Some((stem, _)) if !stem.is_empty() => stem.to_string(),
@@ -667,7 +820,7 @@ fn extract_text(rel_path: &str, source: &str) -> Extracted {
     if blocks.is_empty() {
         return Extracted::Skipped("no text".into());
     }
-    Extracted::Page(Document { path: rel_path.to_string(), title: file_stem(rel_path), text, blocks })
+    Extracted::Page(Document { path: rel_path.to_string(), title: file_stem(rel_path), text, blocks, source: Default::default() })
 }
 
 #[cfg(test)]

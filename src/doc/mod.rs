@@ -7,4 +7,11 @@ pub mod canonical;
 pub mod chunk;
 #[cfg(feature = "extract")]
 pub mod extract;
+pub mod locator;
+#[cfg(feature = "extract")]
+pub mod media;
+#[cfg(feature = "extract")]
+pub mod pdf;
+#[cfg(feature = "extract")]
+pub mod table;
 pub mod text;

@@ -105,8 +105,13 @@ pub struct Document {
     /// The canonical text: what `#char=from,to` counts in.
     pub text: String,
     /// Blocks in document order; byte ranges into `text`, non-overlapping, separated only by
-    /// the blank-line separators of the canonical text.
+    /// the separators of the canonical text: a blank line in pages of text and between a PDF's
+    /// pages, a line break between cues and between records, a space inside a PDF page (its
+    /// outline headings and the text around them).
     pub blocks: Vec<Block>,
+    /// What kind of document it is and the units its text is made of (PDF pages, cues, rows):
+    /// what its chunks are cited by ([`crate::doc::locator`]).
+    pub source: crate::doc::locator::Source,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,10 +1,12 @@
 //! Citations, the prompt, and the reverse step from `[n]` to links.
 //! Invariants: a citation quotes the chunk's `content` (never the embedded header) and links
-//! to `page#char=from,to` in UTF-16 units of the page's canonical text; the prompt hands the
+//! to its range by the document's own locator (`page#char=from,to` in UTF-16 units of the
+//! page's canonical text, `#page=`, `#t=`, `#row=`: [`crate::doc::locator`]); the prompt hands the
 //! model numbered sources without URLs, so the model can only write `[n]`, and needle attaches
 //! the documents afterwards.
 
-use crate::query::index::Index;
+use crate::doc::locator::Locator;
+use crate::query::index::{ChunkEntry, Index, PageEntry};
 use crate::query::search::SearchResult;
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +20,10 @@ pub struct Citation {
     pub index: usize,
     pub document_id: String,
     pub document_name: String,
+    /// `text`, `pdf`, `media` or `csv` ([`Locator::kind`]).
+    pub kind: String,
     pub locator_label: String,
+    /// The cited range's own URL ([`chunk_url`]).
     pub url: String,
     pub quote: String,
     pub cosine_distance: f32,
@@ -26,7 +31,53 @@ pub struct Citation {
 
 /// `page#char=from,to`.
 pub fn char_url(page: &str, from: usize, to: usize) -> String {
-    format!("{page}#char={from},{to}")
+    format!("{page}#{}", Locator::Char.fragment(from, to))
+}
+
+/// The URL that cites a chunk, by its document's standard: `page.html#char=from,to`,
+/// `file.pdf#page=N`, `clip.webm#t=start,end`, `table.csv#row=a-b` ([`crate::doc::locator`]).
+pub fn chunk_url(page: &PageEntry, c: &ChunkEntry) -> String {
+    format!("{}#{}", page.path, c.locator.fragment(c.from as usize, c.to as usize))
+}
+
+/// Where a reader following the citation lands: the cited URL itself, except for a media file
+/// played on a page (`host`), where it is that page at `#media=<file>&t=start,end`, which the
+/// landing script reads to seek the page's player and show the cue.
+pub fn chunk_link(page: &PageEntry, c: &ChunkEntry) -> String {
+    match c.locator {
+        Locator::Time { .. } if !page.host.is_empty() => {
+            format!("{}#media={}&{}", page.host, encode_component(&page.path), c.locator.fragment(c.from as usize, c.to as usize))
+        }
+        _ => chunk_url(page, c),
+    }
+}
+
+/// What names the place in a document for a reader: the section, and the page, time range or
+/// rows (`Install > Linux, page 4`); `chars a–b` when a page of text has no section.
+pub fn locator_label(c: &ChunkEntry) -> String {
+    match (c.section.is_empty(), c.locator.label()) {
+        (true, None) => format!("chars {}–{}", c.from, c.to),
+        (false, None) => c.section.clone(),
+        (true, Some(l)) => l,
+        (false, Some(l)) => format!("{}, {l}", c.section),
+    }
+}
+
+/// Percent-encodes what would end or split a fragment parameter (`%`, `&`, `#`, `=`, `+`,
+/// whitespace); `decodeURIComponent` reverses it.
+fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '%' | '&' | '#' | '=' | '+') || c.is_whitespace() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// One citation per hit kept by the gate, in gate order.
@@ -35,21 +86,18 @@ pub fn citations(index: &Index, result: &SearchResult) -> Vec<Citation> {
         .answer
         .iter()
         .filter_map(|&i| result.hits.get(i))
+        .filter_map(|hit| Some((hit, index.header.chunks.get(hit.chunk)?)))
+        .filter_map(|(hit, c)| Some((hit, c, index.header.pages.get(c.page as usize)?)))
         .enumerate()
-        .map(|(n, hit)| {
-            let chunk = index.header.chunks.get(hit.chunk);
-            let title =
-                chunk.and_then(|c| index.header.pages.get(c.page as usize)).map(|p| p.title.clone()).unwrap_or_else(|| hit.page.clone());
-            let section = chunk.map(|c| c.section.clone()).unwrap_or_default();
-            Citation {
-                index: n + 1,
-                document_id: hit.page.clone(),
-                document_name: title,
-                locator_label: if section.is_empty() { format!("chars {}–{}", hit.from, hit.to) } else { section },
-                url: char_url(&hit.page, hit.from, hit.to),
-                quote: hit.content.clone(),
-                cosine_distance: hit.distance,
-            }
+        .map(|(n, (hit, c, page))| Citation {
+            index: n + 1,
+            document_id: page.path.clone(),
+            document_name: page.title.clone(),
+            kind: c.locator.kind().to_string(),
+            locator_label: locator_label(c),
+            url: chunk_url(page, c),
+            quote: hit.content.clone(),
+            cosine_distance: hit.distance,
         })
         .collect()
 }
@@ -140,6 +188,7 @@ mod tests {
             index: n,
             document_id: format!("p{n}.html"),
             document_name: format!("Page {n}"),
+            kind: "text".into(),
             locator_label: "Sec".into(),
             url: char_url(&format!("p{n}.html"), 10 * n, 10 * n + 5),
             quote: format!("quote {n}"),

@@ -12,7 +12,8 @@
 //! same codes and scale), so an incremental build that reuses vectors writes the same bytes as
 //! a clean one. Version 1 stored `chunks × dim f32` in place of the scales and codes; versions
 //! 1 and 2 had no gate depth (it was 20 wherever they were searched) and no site path in the
-//! header. This reader still reads both (tests/fixtures/compat/).
+//! header; versions 1–3 had no document kinds (every chunk was cited by `#char=`, no page was
+//! played by another). This reader still reads them all (tests/fixtures/compat/).
 //!
 //! Invariants: the reader checks, in this order, the leading magic, the trailing magic (a
 //! missing one means a truncated file), the format version, the checksum, then the structure
@@ -37,6 +38,7 @@
 //! cost 40 % of that file's compressed bytes.
 
 use crate::doc::chunk::ChunkConfig;
+use crate::doc::locator::Locator;
 use crate::query::bm25::Bm25;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -48,7 +50,7 @@ pub const VECTORS_MAGIC: &[u8; 8] = b"NEEDLEVC";
 pub const VECTORS_FORMAT_VERSION: u32 = 1;
 /// Bump on any change to the layout or to the header's fields, and add a compat fixture
 /// (tests/fixtures/compat/README.md).
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this reader still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// File name of the index inside an index folder.
@@ -129,6 +131,9 @@ pub struct PageEntry {
     pub status: PageStatus,
     /// Chunks written for this page (what the indexer wrote, not what it planned).
     pub chunk_count: u32,
+    /// For a media document: the page whose player plays it ("" for none, and for every other
+    /// kind). A reader following a citation goes there.
+    pub host: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -142,6 +147,8 @@ pub struct ChunkEntry {
     pub content: String,
     /// The contextual header embedded before `content` ("" for strategies without one).
     pub header: String,
+    /// How it is cited beyond `from..to`: a PDF page, a time range, rows.
+    pub locator: Locator,
 }
 
 impl ChunkEntry {
@@ -180,9 +187,69 @@ impl Header {
 struct HeaderV2 {
     stamp: Stamp,
     settings: SettingsV2,
-    pages: Vec<PageEntry>,
-    chunks: Vec<ChunkEntry>,
+    pages: Vec<PageEntryV3>,
+    chunks: Vec<ChunkEntryV3>,
     bm25: Bm25,
+}
+
+/// The header as format 3 wrote it.
+#[derive(Deserialize)]
+struct HeaderV3 {
+    stamp: Stamp,
+    settings: Settings,
+    site: String,
+    pages: Vec<PageEntryV3>,
+    chunks: Vec<ChunkEntryV3>,
+    bm25: Bm25,
+}
+
+/// A page as formats 1–3 wrote it: no host.
+#[derive(Deserialize)]
+struct PageEntryV3 {
+    path: String,
+    title: String,
+    content_hash: String,
+    text_len: u32,
+    status: PageStatus,
+    chunk_count: u32,
+}
+
+/// A chunk as formats 1–3 wrote it: every one cited by `#char=`.
+#[derive(Deserialize)]
+struct ChunkEntryV3 {
+    page: u32,
+    section: String,
+    from: u32,
+    to: u32,
+    content: String,
+    header: String,
+}
+
+impl From<PageEntryV3> for PageEntry {
+    fn from(p: PageEntryV3) -> PageEntry {
+        let PageEntryV3 { path, title, content_hash, text_len, status, chunk_count } = p;
+        PageEntry { path, title, content_hash, text_len, status, chunk_count, host: String::new() }
+    }
+}
+
+impl From<ChunkEntryV3> for ChunkEntry {
+    fn from(c: ChunkEntryV3) -> ChunkEntry {
+        let ChunkEntryV3 { page, section, from, to, content, header } = c;
+        ChunkEntry { page, section, from, to, content, header, locator: Locator::Char }
+    }
+}
+
+impl From<HeaderV3> for Header {
+    fn from(h: HeaderV3) -> Header {
+        Header {
+            stamp: h.stamp,
+            settings: h.settings,
+            site: h.site,
+            pages: h.pages.into_iter().map(Into::into).collect(),
+            chunks: h.chunks.into_iter().map(Into::into).collect(),
+            bm25: h.bm25,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -199,8 +266,8 @@ impl From<HeaderV2> for Header {
             stamp: h.stamp,
             settings: Settings { chunk, cut, max_chunks, gate_depth: DEFAULT_GATE_DEPTH },
             site: String::new(),
-            pages: h.pages,
-            chunks: h.chunks,
+            pages: h.pages.into_iter().map(Into::into).collect(),
+            chunks: h.chunks.into_iter().map(Into::into).collect(),
             bm25: h.bm25,
         }
     }
@@ -343,6 +410,8 @@ impl Index {
         let header_bytes = &bytes[20..header_end];
         let mut header: Header = if version < 3 {
             postcard::from_bytes::<HeaderV2>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
+        } else if version == 3 {
+            postcard::from_bytes::<HeaderV3>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
         } else {
             postcard::from_bytes(header_bytes).map_err(|e| malformed(format!("header: {e}")))?
         };
@@ -491,8 +560,24 @@ pub(crate) mod tests {
 
     pub(crate) fn tiny() -> Index {
         let chunks = vec![
-            ChunkEntry { page: 0, section: "S".into(), from: 0, to: 5, content: "hello".into(), header: "[T > S]".into() },
-            ChunkEntry { page: 0, section: "S".into(), from: 7, to: 12, content: "world".into(), header: "[T > S]".into() },
+            ChunkEntry {
+                page: 0,
+                section: "S".into(),
+                from: 0,
+                to: 5,
+                content: "hello".into(),
+                header: "[T > S]".into(),
+                locator: Default::default(),
+            },
+            ChunkEntry {
+                page: 0,
+                section: "S".into(),
+                from: 7,
+                to: 12,
+                content: "world".into(),
+                header: "[T > S]".into(),
+                locator: Default::default(),
+            },
         ];
         let bm25 = Bm25::build(chunks.iter().map(|c| c.embedded_text()).collect::<Vec<_>>().iter().map(|s| s.as_str()));
         Index {
@@ -511,6 +596,7 @@ pub(crate) mod tests {
                     text_len: 12,
                     status: PageStatus::Ok,
                     chunk_count: 2,
+                    host: String::new(),
                 }],
                 chunks,
                 bm25,

@@ -29,6 +29,14 @@ pub struct Hit {
     pub chunk: usize,
     /// Page path relative to the site root.
     pub page: String,
+    /// `text`, `pdf`, `media` or `csv`.
+    pub kind: String,
+    /// The URL that cites it (`page#char=from,to`, `file.pdf#page=N`, `clip.webm#t=a,b`,
+    /// `table.csv#row=a-b`), relative to the site root.
+    pub url: String,
+    /// Where a reader following it lands: `url`, or for media played on a page, that page
+    /// (`cite::chunk_link`).
+    pub link: String,
     /// UTF-16 offsets into the page's canonical text.
     pub from: usize,
     pub to: usize,
@@ -87,7 +95,18 @@ impl Index {
     pub fn hit(&self, chunk: usize, distance: f32, rank: usize) -> Option<Hit> {
         let c = self.header.chunks.get(chunk)?;
         let page = self.header.pages.get(c.page as usize)?;
-        Some(Hit { chunk, page: page.path.clone(), from: c.from as usize, to: c.to as usize, content: c.content.clone(), distance, rank })
+        Some(Hit {
+            chunk,
+            page: page.path.clone(),
+            kind: c.locator.kind().to_string(),
+            url: crate::query::cite::chunk_url(page, c),
+            link: crate::query::cite::chunk_link(page, c),
+            from: c.from as usize,
+            to: c.to as usize,
+            content: c.content.clone(),
+            distance,
+            rank,
+        })
     }
 }
 
@@ -210,7 +229,18 @@ mod tests {
 
     #[test]
     fn the_gate_keeps_at_most_max_chunks_under_the_cut_in_rank_order() {
-        let h = |d: f32| Hit { chunk: 0, page: "p".into(), from: 0, to: 1, content: "x".into(), distance: d, rank: 1 };
+        let h = |d: f32| Hit {
+            chunk: 0,
+            page: "p".into(),
+            kind: "text".into(),
+            url: "p#char=0,1".into(),
+            link: "p#char=0,1".into(),
+            from: 0,
+            to: 1,
+            content: "x".into(),
+            distance: d,
+            rank: 1,
+        };
         let hits = [h(0.7), h(0.3), h(0.5), h(f32::NAN), h(0.1), h(0.2), h(0.4)];
         assert_eq!(gate(&hits, 0.6, 4), vec![1, 2, 4, 5]);
         assert!(gate(&hits, 0.05, 4).is_empty());

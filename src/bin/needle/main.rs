@@ -286,14 +286,7 @@ fn run(cli: Cli) -> Result<()> {
                 println!("NO ANSWER: nothing under cosine distance {:.3} for \"{}\"", result.cut, question);
             } else {
                 for c in &cites {
-                    println!(
-                        "[{}] {}  {}  #char={}  d={:.3}",
-                        c.index,
-                        c.document_id,
-                        c.locator_label,
-                        c.url.rsplit("#char=").next().unwrap_or(""),
-                        c.cosine_distance
-                    );
+                    println!("[{}] {}  {}  {}  d={:.3}", c.index, c.document_id, c.locator_label, c.url, c.cosine_distance);
                     println!("    {}", needle::doc::text::collapse_spaces(&c.quote));
                 }
             }
@@ -316,7 +309,8 @@ fn run(cli: Cli) -> Result<()> {
                 let id = q.get("id").cloned().unwrap_or(serde_json::Value::Null);
                 let r = run_query(&idx, &emb, query, &opts)?;
                 let line = serde_json::json!({"id": id, "hits": r.hits.iter().map(|h| serde_json::json!({
-                    "page": h.page, "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank,
+                    "page": h.page, "kind": h.kind, "url": h.url, "link": h.link,
+                    "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank,
                 })).collect::<Vec<_>>(), "answer": r.answer, "mode": r.mode, "timings": r.timings});
                 writeln!(out, "{line}")?;
             }

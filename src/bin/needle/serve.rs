@@ -2,7 +2,8 @@
 //! Invariants: it never serves a file outside the root (no `..`, no symlink escape); `.wasm`
 //! goes out as `application/wasm` (streaming compilation needs it); content-hashed names are
 //! cached as immutable, everything else is revalidated; with `csp` every response carries a
-//! strict Content-Security-Policy that the widget and the engine must live with.
+//! strict Content-Security-Policy that the widget and the engine must live with. A single
+//! `Range: bytes=…` is answered with 206 and just those bytes (a media element seeks that way).
 
 use needle::build::bundle::is_hashed_name;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -92,6 +93,15 @@ pub fn mime_type(path: &Path) -> &'static str {
         Some("ttf") => "font/ttf",
         Some("txt" | "md") => "text/plain; charset=utf-8",
         Some("xml") => "application/xml",
+        Some("pdf") => "application/pdf",
+        Some("csv") => "text/csv; charset=utf-8",
+        Some("vtt") => "text/vtt; charset=utf-8",
+        Some("webm") => "video/webm",
+        Some("ogv") => "video/ogg",
+        Some("ogg" | "oga" | "opus") => "audio/ogg",
+        Some("mp4" | "m4v") => "video/mp4",
+        Some("m4a") => "audio/mp4",
+        Some("mp3") => "audio/mpeg",
         _ => "application/octet-stream",
     }
 }
@@ -108,6 +118,7 @@ fn handle(mut stream: TcpStream, root: &Path, csp: bool) -> std::io::Result<()> 
         let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let mut keep_alive = parts.next() == Some("HTTP/1.1");
         let mut content_length = 0usize;
+        let mut range = None;
         loop {
             let mut h = String::new();
             if reader.read_line(&mut h)? == 0 {
@@ -123,13 +134,15 @@ fn handle(mut stream: TcpStream, root: &Path, csp: bool) -> std::io::Result<()> 
                     keep_alive = !v.eq_ignore_ascii_case("close");
                 } else if k == "content-length" {
                     content_length = v.parse().unwrap_or(0);
+                } else if k == "range" {
+                    range = Some(v.to_string());
                 }
             }
         }
         if content_length > 0 {
             std::io::copy(&mut (&mut reader).take(content_length as u64), &mut std::io::sink())?;
         }
-        let response = respond(method, target, root, csp);
+        let response = respond(method, target, range.as_deref(), root, csp);
         write_response(&mut stream, &response, method == "HEAD", keep_alive)?;
         if !keep_alive {
             let _ = stream.shutdown(Shutdown::Both);
@@ -144,7 +157,7 @@ struct Response {
     body: Vec<u8>,
 }
 
-fn respond(method: &str, target: &str, root: &Path, csp: bool) -> Response {
+fn respond(method: &str, target: &str, range: Option<&str>, root: &Path, csp: bool) -> Response {
     let mut r = if method != "GET" && method != "HEAD" {
         plain("405 Method Not Allowed", "only GET and HEAD")
     } else {
@@ -157,7 +170,21 @@ fn respond(method: &str, target: &str, root: &Path, csp: bool) -> Response {
                     if path.file_name().is_some_and(|n| n == "needle-sw.js") {
                         headers.push(("Service-Worker-Allowed", "/".to_string()));
                     }
-                    Response { status: "200 OK", headers, body }
+                    headers.push(("Accept-Ranges", "bytes".to_string()));
+                    let len = body.len();
+                    match range.map(|r| byte_range(r, len)) {
+                        Some(Some(Ok((a, z)))) => {
+                            headers.push(("Content-Range", format!("bytes {a}-{z}/{len}")));
+                            Response { status: "206 Partial Content", headers, body: body[a..=z].to_vec() }
+                        }
+                        Some(Some(Err(()))) => {
+                            let mut r = plain("416 Range Not Satisfiable", "range not satisfiable");
+                            r.headers.push(("Content-Range", format!("bytes */{len}")));
+                            r
+                        }
+                        // No range, or one this server does not split (several ranges): all of it.
+                        _ => Response { status: "200 OK", headers, body },
+                    }
                 }
                 Err(_) => plain("404 Not Found", "not found"),
             },
@@ -173,6 +200,27 @@ fn respond(method: &str, target: &str, root: &Path, csp: bool) -> Response {
 
 fn plain(status: &'static str, text: &str) -> Response {
     Response { status, headers: vec![("Content-Type", "text/plain; charset=utf-8".into())], body: format!("{text}\n").into_bytes() }
+}
+
+/// A `Range` header against a body of `len` bytes: `None` when it is not one single byte range
+/// (then the whole body is sent), else the first and last byte, or `Err` when it asks for
+/// nothing the body has (RFC 9110 §14.1.2: `a-b`, `a-`, `-suffix`).
+fn byte_range(header: &str, len: usize) -> Option<Result<(usize, usize), ()>> {
+    let spec = header.trim().strip_prefix("bytes=")?.trim();
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, z) = spec.split_once('-')?;
+    let (a, z) = (a.trim(), z.trim());
+    let range = if a.is_empty() {
+        let suffix: usize = z.parse().ok()?;
+        (suffix > 0 && len > 0).then(|| (len - suffix.min(len), len - 1))
+    } else {
+        let a: usize = a.parse().ok()?;
+        let z: usize = if z.is_empty() { usize::MAX } else { z.parse().ok()? };
+        (a <= z && a < len).then(|| (a, z.min(len - 1)))
+    };
+    Some(range.ok_or(()))
 }
 
 /// Maps a request target to a file under `root`: percent-decoded, query and fragment dropped,
@@ -231,8 +279,13 @@ mod tests {
     use super::*;
 
     fn get(port: u16, path: &str) -> (String, Vec<u8>) {
+        get_range(port, path, None)
+    }
+
+    fn get_range(port: u16, path: &str, range: Option<&str>) -> (String, Vec<u8>) {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let range = range.map(|r| format!("Range: {r}\r\n")).unwrap_or_default();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n{range}Connection: close\r\n\r\n").unwrap();
         let mut buf = Vec::new();
         s.read_to_end(&mut buf).unwrap();
         let split = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
@@ -269,6 +322,56 @@ mod tests {
 
         for bad in ["/../secret.txt", "/needle/../../secret.txt", "/%2e%2e/secret.txt", "/nope.html"] {
             assert!(get(port, bad).0.starts_with("HTTP/1.1 404"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn serves_media_and_documents_with_their_types_and_byte_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path();
+        let body: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        for f in ["tour.webm", "talk.ogg", "talk.opus", "clip.ogv", "clip.mp4", "song.mp3", "tour.vtt", "manual.pdf", "t.csv"] {
+            std::fs::write(site.join(f), &body).unwrap();
+        }
+        let server = Server::bind(site, 0, false).unwrap();
+        let port = server.port();
+        std::thread::spawn(move || server.run());
+
+        for (f, t) in [
+            ("tour.webm", "video/webm"),
+            ("talk.ogg", "audio/ogg"),
+            ("talk.opus", "audio/ogg"),
+            ("clip.ogv", "video/ogg"),
+            ("clip.mp4", "video/mp4"),
+            ("song.mp3", "audio/mpeg"),
+            ("tour.vtt", "text/vtt"),
+            ("manual.pdf", "application/pdf"),
+            ("t.csv", "text/csv"),
+        ] {
+            let (h, b) = get(port, &format!("/{f}"));
+            assert!(
+                h.starts_with("HTTP/1.1 200") && h.contains(&format!("Content-Type: {t}")) && h.contains("Accept-Ranges: bytes"),
+                "{f}: {h}"
+            );
+            assert_eq!(b, body);
+        }
+        // What a media element asks for when it starts and when it seeks.
+        for (range, a, z) in [("bytes=0-", 0, 999), ("bytes=100-199", 100, 199), ("bytes=900-5000", 900, 999), ("bytes=-10", 990, 999)] {
+            let (h, b) = get_range(port, "/tour.webm", Some(range));
+            assert!(h.starts_with("HTTP/1.1 206 Partial Content"), "{range}: {h}");
+            assert!(
+                h.contains(&format!("Content-Range: bytes {a}-{z}/1000")) && h.contains(&format!("Content-Length: {}", z - a + 1)),
+                "{range}: {h}"
+            );
+            assert_eq!(b, &body[a..=z], "{range}");
+        }
+        let (h, _) = get_range(port, "/tour.webm", Some("bytes=1000-"));
+        assert!(h.starts_with("HTTP/1.1 416") && h.contains("Content-Range: bytes */1000"), "{h}");
+        // Several ranges or another unit: the whole file.
+        for range in ["bytes=0-1,5-9", "items=0-1"] {
+            let (h, b) = get_range(port, "/tour.webm", Some(range));
+            assert!(h.starts_with("HTTP/1.1 200"), "{range}: {h}");
+            assert_eq!(b, body);
         }
     }
 

@@ -9,7 +9,7 @@ use super::score::{self, QueryRun, SavedRuns};
 use super::{mode_name, EvalArgs, EvalError};
 use needle::build::{self, BuildOptions, BuildReport, LoadedModel};
 use needle::doc::chunk::{self, ChunkConfig};
-use needle::doc::extract::{self, ExtractOptions, Extracted};
+use needle::doc::extract::ExtractOptions;
 use needle::doc::text::{normalize_for_match, Document};
 use needle::embed::Embedder;
 use needle::model::ModelFiles;
@@ -331,23 +331,10 @@ fn answering_chunks(index: &Index, questions: &[Question]) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// The site's pages as the builder extracts them (default options); pages that fail to
+/// The site's documents as the builder extracts them (default options); files that fail to
 /// extract are left out, as the index leaves them out.
 fn site_documents(site: &Path) -> Result<Vec<Document>, EvalError> {
-    let opts = ExtractOptions::default();
-    let discovered = extract::discover(site, &opts).map_err(needle_err)?;
-    let docs: Vec<Option<Document>> = discovered
-        .files
-        .par_iter()
-        .map(|src| {
-            let bytes = std::fs::read(&src.abs_path).ok()?;
-            match extract::extract_file(src, &bytes, &opts) {
-                Ok(Extracted::Page(doc)) => Some(doc),
-                _ => None,
-            }
-        })
-        .collect();
-    Ok(docs.into_iter().flatten().collect())
+    Ok(needle::build::site::extract_site(site, &ExtractOptions::default()).map_err(needle_err)?.documents().collect())
 }
 
 fn cost_of_build(r: &BuildReport) -> Cost {

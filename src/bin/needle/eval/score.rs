@@ -241,7 +241,18 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn hit(distance: f32, rank: usize) -> Hit {
-        Hit { chunk: rank, page: "p.html".into(), from: 0, to: 1, content: "c".into(), distance, rank }
+        Hit {
+            chunk: rank,
+            page: "p.html".into(),
+            kind: "text".into(),
+            url: "p.html#char=0,1".into(),
+            link: "p.html#char=0,1".into(),
+            from: 0,
+            to: 1,
+            content: "c".into(),
+            distance,
+            rank,
+        }
     }
 
     /// An in-domain run whose hits have these distances; `answer` is the 0-based position of
