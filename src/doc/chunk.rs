@@ -220,9 +220,21 @@ pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn 
     let Source::Pdf { pages } = &doc.source else {
         let (mut chunks, stats) = chunk_text(doc, cfg, count_tokens);
         if doc.source != Source::Page {
+            // Chunk starts only grow (overlap reaches back into the previous chunk, never
+            // before its start), so one pass over the text finds every byte start.
+            let (mut byte, mut unit) = (0usize, 0usize);
             for c in &mut chunks {
-                let start = text::utf16_to_byte(&doc.text, c.from).unwrap_or_default();
-                c.locator = doc.source.locate(start, start + c.content.len());
+                if c.from < unit {
+                    (byte, unit) = (0, 0);
+                }
+                for ch in doc.text[byte..].chars() {
+                    if unit >= c.from {
+                        break;
+                    }
+                    unit += ch.len_utf16();
+                    byte += ch.len_utf8();
+                }
+                c.locator = doc.source.locate(byte, byte + c.content.len());
             }
         }
         return (chunks, stats);

@@ -119,8 +119,16 @@ impl Source {
     /// The locator of the text at bytes `start..end` (a chunk's content). A PDF range is taken
     /// to lie in one page (the chunker guarantees it); a media or table range covers every cue
     /// or row it touches. Falls back to [`Locator::Char`] when it touches none.
+    ///
+    /// Units are in text order and disjoint, so the ones a range touches are found by binary
+    /// search: a table of 100,000 rows costs a chunk microseconds, not a scan.
     pub fn locate(&self, start: usize, end: usize) -> Locator {
-        let touches = |r: &Range<usize>| r.start < end && start < r.end;
+        /// The units of `units` (each with its range) that `start..end` touches.
+        fn touched<T>(units: &[T], range: impl Fn(&T) -> &Range<usize>, start: usize, end: usize) -> &[T] {
+            let first = units.partition_point(|u| range(u).end <= start);
+            let rest = &units[first..];
+            &rest[..rest.partition_point(|u| range(u).start < end)]
+        }
         match self {
             Source::Page => Locator::Char,
             Source::Pdf { pages } => pages
@@ -128,21 +136,16 @@ impl Source {
                 .position(|r| r.start <= start && start < r.end.max(r.start + 1))
                 .map_or(Locator::Char, |i| Locator::Page(i as u32 + 1)),
             Source::Media { cues, .. } => {
-                let mut hit = cues.iter().filter(|c| touches(&c.range));
-                let Some(first) = hit.next() else { return Locator::Char };
-                let (mut lo, mut hi) = (first.start_ms, first.end_ms);
-                for c in hit {
-                    lo = lo.min(c.start_ms);
-                    hi = hi.max(c.end_ms);
-                }
+                let hit = touched(cues, |c| &c.range, start, end);
+                let (Some(lo), Some(hi)) = (hit.iter().map(|c| c.start_ms).min(), hit.iter().map(|c| c.end_ms).max()) else {
+                    return Locator::Char;
+                };
                 Locator::Time { start_ms: lo, end_ms: hi }
             }
-            Source::Table { rows } => {
-                let mut hit = rows.iter().filter(|(r, _)| touches(r)).map(|&(_, n)| n);
-                let Some(first) = hit.next() else { return Locator::Char };
-                let last = hit.next_back().unwrap_or(first);
-                Locator::Rows { first, last }
-            }
+            Source::Table { rows } => match touched(rows, |(r, _)| r, start, end) {
+                [] => Locator::Char,
+                hit => Locator::Rows { first: hit[0].1, last: hit[hit.len() - 1].1 },
+            },
         }
     }
 
