@@ -440,6 +440,27 @@ fn mkdocs_builtin_theme_page() {
 }
 
 #[test]
+fn rustdoc_item_page() {
+    // The Rust toolchain's own API docs (rustdoc 1.95.0): the item's declaration and docs,
+    // without the item path, the "1.0.0 (const: 1.85.0) · Source" line, the "§" of headings,
+    // the "Copy item path" button and the "Expand description" toggle label.
+    let doc = page(&sites().join("rustdoc"), "std/mem/fn.swap.html");
+    assert_eq!(
+        doc.text,
+        "Function swap\u{a0}\n\n\
+         pub const fn swap<T>(x: &mut T, y: &mut T)\n\n\
+         Swaps the values at two mutable locations, without deinitializing either one.\n\n\
+         If you want to swap with a default or dummy value, see take.\n\n\
+         If you want to swap with a passed value, returning the old value, see replace.\n\n\
+         Examples\n\n\
+         use std::mem;\n\nlet mut x = 5;\nlet mut y = 42;\n\nmem::swap(&mut x, &mut y);\n\nassert_eq!(42, x);\nassert_eq!(5, y);"
+    );
+    let code = "use std::mem;\n\nlet mut x = 5;\nlet mut y = 42;\n\nmem::swap(&mut x, &mut y);\n\nassert_eq!(42, x);\nassert_eq!(5, y);";
+    assert_eq!(section_of(&doc, code), strs(&["Function swap\u{a0}", "Examples"]));
+    assert_absent(&doc, &["std::mem\n", "Source", "1.0.0", "§", "Expand description", "Copy item path"]);
+}
+
+#[test]
 fn hugo_book_page() {
     let site = sites().join("hugo");
     let doc = page(&site, "docs/deploying/index.html");
@@ -812,6 +833,7 @@ fn discovery_over_the_generator_fixtures() {
             "mdbook/start.html",
             "mkdocs/configuration/index.html",
             "mkdocs/reference/index.html",
+            "rustdoc/std/mem/fn.swap.html",
             "sphinx/genindex.html",
             "sphinx/install.html",
             "sphinx/usage.html",
@@ -827,6 +849,7 @@ fn discovery_over_the_generator_fixtures() {
         excluded,
         [
             ("mdbook/toc.html", "excluded by pattern `**/toc.html`"),
+            ("rustdoc/src/std_detect/detect/bit.rs.html", "excluded by pattern `**/*.rs.html`"),
             ("sphinx/_sources/", "excluded by pattern `**/_sources/**`"),
             ("sphinx/_static/", "excluded by pattern `**/_static/**`"),
         ]

@@ -144,6 +144,15 @@ pub const DROP_SELECTORS: &[&str] = &[
     // Generated lists of other pages: Docsy's tags/categories and its child-page index.
     ".taxonomy-terms-article",
     ".section-index",
+    // rustdoc: the item path above the title, the "1.0.0 · Source" line under it and beside
+    // every method, the "§" marks of headings, and the "Expand description" toggle label.
+    ".rustdoc-breadcrumbs",
+    ".main-heading .sub-heading",
+    "span.since",
+    "a.src",
+    "a.doc-anchor",
+    "summary.hideme",
+    "rustdoc-toolbar",
     // Breadcrumbs, pager, edit/last-updated footers, version badges.
     ".breadcrumbs",
     ".breadcrumb",
@@ -192,7 +201,8 @@ pub const VERBATIM_ELEMENTS: &[&str] = &["pre", "listing", "xmp", "plaintext"];
 /// TOC (just-the-docs), Starlight's page footer and VitePress's code language badge are chrome;
 /// block elements inside `<pre>` end lines (Expressive Code's line `<div>`s).
 /// 3: PDFs, CSV tables and caption tracks are documents too (`doc::pdf`, `doc::table`,
-/// `doc::media`).
+/// `doc::media`); rustdoc's chrome (item path, version and source links, `§` marks, the
+/// description toggle) is left out, and its source-view pages (`*.rs.html`) are not indexed.
 pub const EXTRACTOR_VERSION: u32 = 3;
 
 /// What a walker hands the rule (see "The walkers").

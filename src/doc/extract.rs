@@ -66,6 +66,8 @@ pub const DEFAULT_EXCLUDES: &[&str] = &[
     "genindex.html",
     "py-modindex.html",
     "searchindex.*",
+    // rustdoc's source view: each crate's code as a page, not documentation.
+    "**/*.rs.html",
     // Machine-facing text files at the root: not pages a reader lands on.
     "robots.txt",
     "llms.txt",
