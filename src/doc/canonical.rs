@@ -147,7 +147,7 @@ pub const DROP_SELECTORS: &[&str] = &[
     // rustdoc: the item path above the title, the "1.0.0 · Source" line under it and beside
     // every method, the "§" marks of headings, and the "Expand description" toggle label.
     ".rustdoc-breadcrumbs",
-    ".main-heading .sub-heading",
+    "span.sub-heading",
     "span.since",
     "a.src",
     "a.doc-anchor",
