@@ -449,7 +449,7 @@ pub fn site_path(rel_path: &str, href: &str) -> Option<String> {
 }
 
 /// `%XX` escapes of a path segment decoded (as UTF-8); `None` when they are not valid.
-fn percent_decode(seg: &str) -> Option<String> {
+pub fn percent_decode(seg: &str) -> Option<String> {
     let b = seg.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

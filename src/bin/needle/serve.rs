@@ -243,22 +243,10 @@ fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
     (real.starts_with(root) && real.is_file()).then_some(real)
 }
 
+/// A request target's `%XX` escapes decoded (the extractor's decoding of link paths); a NUL is
+/// refused, as no file name holds one.
 fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    let s = String::from_utf8(out).ok()?;
-    (!s.contains('\0')).then_some(s)
+    needle::doc::extract::percent_decode(s).filter(|s| !s.contains('\0'))
 }
 
 fn write_response(stream: &mut TcpStream, r: &Response, head: bool, keep_alive: bool) -> std::io::Result<()> {
