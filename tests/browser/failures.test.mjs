@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fixtureSite, launch, qrels, serve } from "./helpers.mjs";
 
 const box = "needle-search input";
-const MODEL = /\/needle\/model\.[0-9a-f]{16}\.onnx$/;
+const MODEL = /\/needle\/model\.[0-9a-f]{16}\.pack$/;
 const TOKENIZER = /\/needle\/tokenizer\.[0-9a-f]{16}\.json$/;
 const INDEX = /\/needle\/index\.[0-9a-f]{16}\.needle$/;
 const VECTORS = /\/needle\/vectors\.[0-9a-f]{16}\.bin$/;
@@ -73,11 +73,11 @@ describe("in the browser, an unusable model or a corrupt index", () => {
   });
 
   const modelFaults = [
-    { name: "is missing (HTTP 404)", fulfil: (route) => route.fulfill({ status: 404, contentType: "text/plain", body: "not found" }), reason: /model\.[0-9a-f]{16}\.onnx: HTTP 404/ },
+    { name: "is missing (HTTP 404)", fulfil: (route) => route.fulfill({ status: 404, contentType: "text/plain", body: "not found" }), reason: /model\.[0-9a-f]{16}\.pack: HTTP 404/ },
     {
       name: "is garbage bytes",
       fulfil: (route) => route.fulfill({ status: 200, contentType: "application/octet-stream", body: garbage(1 << 20) }),
-      reason: /model\.[0-9a-f]{16}\.onnx.*refused: .*built with model all-MiniLM-L6-v2/,
+      reason: /model\.[0-9a-f]{16}\.pack.*refused: .*built with model all-MiniLM-L6-v2/,
     },
     {
       // The index's vectors are a file of their own (fetched with the model): one that lost its

@@ -83,7 +83,7 @@ describe("hostile content is shown as text, never run as markup", () => {
       // Hold the model back: results stay lexical, with snippets of the matched text.
       let release;
       const held = new Promise((r) => (release = r));
-      await page.route(/\/needle\/model\.[0-9a-f]{16}\.onnx$/, async (route) => {
+      await page.route(/\/needle\/model\.[0-9a-f]{16}\.pack$/, async (route) => {
         await held;
         await route.abort().catch(() => {});
       });

@@ -29,7 +29,7 @@ describe("the needle binary on its own", () => {
     // A copy of the converted model, as a user would keep one for offline builds (--model-dir).
     model = join(tmp, "model");
     mkdirSync(model);
-    for (const f of ["minilm-int8.onnx", "tokenizer.json"]) copyFileSync(join(process.env.NEEDLE_MODEL_DIR ?? join(ROOT, "models"), f), join(model, f));
+    for (const f of ["minilm-w4l6g32.pack", "tokenizer.json"]) copyFileSync(join(process.env.NEEDLE_MODEL_DIR ?? join(ROOT, "models"), f), join(model, f));
     site = join(tmp, "site");
     cpSync(join(FIXTURE, "site"), site, { recursive: true });
     for (const f of readdirSync(site, { recursive: true })) {

