@@ -106,7 +106,11 @@ fn a_fetch_installs_the_verified_model_converted_exactly_as_the_reference_one() 
     let reference = models();
     assert_eq!(reference.model, reference.dir.join(DEFAULT_FILE), "the reference folder's model is the shipped form");
     let reference_int8 = reference.dir.join(INT8_FILE);
-    for (got, want) in [(out.join(DEFAULT_FILE), &reference.model), (out.join(INT8_FILE), &reference_int8), (out.join(TOKENIZER_FILE), &reference.tokenizer)] {
+    for (got, want) in [
+        (out.join(DEFAULT_FILE), &reference.model),
+        (out.join(INT8_FILE), &reference_int8),
+        (out.join(TOKENIZER_FILE), &reference.tokenizer),
+    ] {
         let (a, b) = (std::fs::read(&got).expect("fetched file"), std::fs::read(want).expect("reference file"));
         assert!(a == b, "{} differs from {}", got.display(), want.display());
     }

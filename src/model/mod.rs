@@ -35,6 +35,7 @@
 //! "The model's bytes" (every reference text within cosine 0.99 of PyTorch, retrieval as int8).
 
 pub mod fetch;
+mod gptq;
 
 use std::fmt;
 use std::io::{Read, Write};
@@ -325,7 +326,13 @@ pub fn convert_with(src_dir: &Path, out_dir: &Path, default: Precision) -> Resul
         precisions.push(default);
     }
     for precision in precisions {
-        let bytes = build_onnx(&weights, precision).encode_to_vec();
+        let calibrated = match precision {
+            Precision::Grouped(g) if g.calibrated && g.linear_bits != 8 => {
+                gptq::quantize_linears(&weights, &tok_bytes, g.group, g.linear_bits).map_err(|e| ModelError::invalid(&st_path, e))?
+            }
+            _ => Default::default(),
+        };
+        let bytes = build_onnx_calibrated(&weights, precision, calibrated).encode_to_vec();
         files.push(write_file(out_dir, &file_name(precision), &bytes)?);
     }
     files.push(write_file(out_dir, TOKENIZER_FILE, &tok_bytes)?);
@@ -547,28 +554,35 @@ const CLIP_RATIOS: [f32; 7] = [1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7];
 pub(crate) fn quantize_groups(w: &[f32], rows: usize, cols: usize, group: usize, bits: u32) -> (Vec<i8>, Vec<f16>) {
     debug_assert!(w.len() == rows * cols && cols.is_multiple_of(group) && (2..=7).contains(&bits));
     let (qmin, qmax) = (-(1i32 << (bits - 1)) as f32, ((1i32 << (bits - 1)) - 1) as f32);
-    let code = |v: f32, s: f32| (v / s).round().clamp(qmin, qmax);
     let mut q = Vec::with_capacity(w.len());
     let mut scales = Vec::with_capacity(w.len() / group);
     for g in w.chunks_exact(group) {
-        let max = g.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let mut best = (f32::INFINITY, f16::ONE);
-        for ratio in CLIP_RATIOS {
-            let scale = f16::from_f32(max * ratio / qmax);
-            let s = scale.to_f32();
-            if !(s > 0.0 && s.is_finite()) {
-                continue;
-            }
-            let err: f32 = g.iter().map(|&v| (v - code(v, s) * s).powi(2)).sum();
-            if err < best.0 {
-                best = (err, scale);
-            }
-        }
-        let s = best.1.to_f32();
-        scales.push(best.1);
-        q.extend(g.iter().map(|&v| code(v, s) as i8));
+        let scale = choose_scale(g, bits);
+        let s = scale.to_f32();
+        scales.push(scale);
+        q.extend(g.iter().map(|&v| (v / s).round().clamp(qmin, qmax) as i8));
     }
     (q, scales)
+}
+
+/// The f16 scale of one group of `bits`-bit codes: of the [`CLIP_RATIOS`] of its largest
+/// magnitude, the one whose rounding has the least squared error (1 for a group of zeros).
+pub(crate) fn choose_scale(g: &[f32], bits: u32) -> f16 {
+    let (qmin, qmax) = (-(1i32 << (bits - 1)) as f32, ((1i32 << (bits - 1)) - 1) as f32);
+    let max = g.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let mut best = (f32::INFINITY, f16::ONE);
+    for ratio in CLIP_RATIOS {
+        let scale = f16::from_f32(max * ratio / qmax);
+        let s = scale.to_f32();
+        if !(s > 0.0 && s.is_finite()) {
+            continue;
+        }
+        let err: f32 = g.iter().map(|&v| (v - (v / s).round().clamp(qmin, qmax) * s).powi(2)).sum();
+        if err < best.0 {
+            best = (err, scale);
+        }
+    }
+    best.1
 }
 
 /// Inverse of [`quantize_rows`] (what the graph computes).
@@ -606,15 +620,17 @@ pub struct Grouped {
     pub word_bits: u32,
     pub linear_bits: u32,
     pub group: usize,
+    /// Linear weights quantized by GPTQ against calibration text (`gptq`), not by rounding.
+    pub calibrated: bool,
 }
 
 impl Grouped {
     /// The shipped form (chosen in BENCHMARKS.md, "The model's bytes").
-    pub const DEFAULT: Grouped = Grouped { word_bits: 4, linear_bits: 6, group: 32 };
+    pub const DEFAULT: Grouped = Grouped { word_bits: 4, linear_bits: 6, group: 32, calibrated: false };
 
     /// `w4l6g32`: what a file name or a table row calls this form.
     pub fn label(&self) -> String {
-        format!("w{}l{}g{}", self.word_bits, self.linear_bits, self.group)
+        format!("w{}l{}g{}{}", self.word_bits, self.linear_bits, self.group, if self.calibrated { "c" } else { "" })
     }
 
     /// Parses [`Grouped::label`]'s form; bits 2 to 8 (8: one int8 scale per row) and the group divides 384.
@@ -622,7 +638,11 @@ impl Grouped {
         let rest = label.strip_prefix('w')?;
         let (word, rest) = rest.split_once('l')?;
         let (linear, group) = rest.split_once('g')?;
-        let g = Grouped { word_bits: word.parse().ok()?, linear_bits: linear.parse().ok()?, group: group.parse().ok()? };
+        let (group, calibrated) = match group.strip_suffix('c') {
+            Some(g) => (g, true),
+            None => (group, false),
+        };
+        let g = Grouped { word_bits: word.parse().ok()?, linear_bits: linear.parse().ok()?, group: group.parse().ok()?, calibrated };
         let bits_ok = |b: u32| matches!(b, 2..=8);
         (bits_ok(g.word_bits) && bits_ok(g.linear_bits) && g.group > 0 && DIM.is_multiple_of(g.group)).then_some(g)
     }
@@ -653,6 +673,8 @@ impl Precision {
 struct GraphBuilder {
     nodes: Vec<pb::NodeProto>,
     initializers: Vec<pb::TensorProto>,
+    /// Codes and scales of the linear weights a calibrated form quantized beforehand (`gptq`).
+    calibrated: gptq::Quantized,
 }
 
 fn attr_int(name: &str, v: i64) -> pb::AttributeProto {
@@ -699,7 +721,7 @@ fn tensor_info(name: &str, elem: pb::tensor_proto::DataType, dims: &[Option<i64>
 
 impl GraphBuilder {
     fn new() -> Self {
-        GraphBuilder { nodes: Vec::new(), initializers: Vec::new() }
+        GraphBuilder { nodes: Vec::new(), initializers: Vec::new(), calibrated: Default::default() }
     }
 
     fn init(&mut self, name: &str, dt: pb::tensor_proto::DataType, dims: &[usize], raw: Vec<u8>) -> String {
@@ -775,7 +797,10 @@ impl GraphBuilder {
                 // PyTorch [out, in] weight). The graph holds codes [in, out] and scales
                 // [in / group, 1, out]: W = reshape(codes, [in / group, group, out]) * scales.
                 let (n_in, n_out, gs) = (lin.n_in, lin.n_out, gr.group);
-                let (q, scales) = quantize_groups(&lin.weight, n_out, n_in, gs, gr.linear_bits);
+                let (q, scales) = match self.calibrated.remove(name) {
+                    Some(done) => done,
+                    None => quantize_groups(&lin.weight, n_out, n_in, gs, gr.linear_bits),
+                };
                 let q = self.codes(&format!("{name}.weight_q"), &[n_in, n_out], &transpose(&q, n_out, n_in), gr.linear_bits);
                 let s = self.f16s(&format!("{name}.weight_scale"), &[n_in / gs, 1, n_out], &transpose(&scales, n_out, n_in / gs));
                 let grouped = self.i64s(&format!("{name}.weight_groups"), &[3], &[(n_in / gs) as i64, gs as i64, n_out as i64]);
@@ -815,7 +840,17 @@ impl GraphBuilder {
 
 /// Builds the sentence-embedding graph described in the module documentation.
 pub(crate) fn build_onnx(w: &Weights, precision: Precision) -> pb::ModelProto {
+    build_onnx_calibrated(w, precision, Default::default())
+}
+
+/// [`build_onnx`] with some linear weights already quantized (by name, see `gptq`).
+fn build_onnx_calibrated(
+    w: &Weights,
+    precision: Precision,
+    calibrated: gptq::Quantized,
+) -> pb::ModelProto {
     let mut g = GraphBuilder::new();
+    g.calibrated = calibrated;
     let c = Consts::new(&mut g, w.arch);
     let mut x = embeddings(&mut g, &c, w, precision);
     for (l, layer) in w.layers.iter().enumerate() {
@@ -999,7 +1034,7 @@ fn model_proto(g: GraphBuilder, a: Arch, precision: Precision) -> pb::ModelProto
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A small deterministic pseudo-random stream (no dependency, same numbers everywhere).
@@ -1014,7 +1049,7 @@ mod tests {
         }
     }
 
-    fn tiny_weights(seed: u64) -> Weights {
+    pub(super) fn tiny_weights(seed: u64) -> Weights {
         let arch = Arch { vocab: 50, max_pos: 16, type_vocab: 2, hidden: 8, layers: 2, heads: 2, ffn: 16 };
         let mut r = Lcg(seed);
         let h = arch.hidden;
@@ -1070,9 +1105,9 @@ mod tests {
 
     /// Grouped forms the tiny model (hidden 8, FFN 16) can take: groups of 4.
     const TINY_GROUPED: [Precision; 3] = [
-        Precision::Grouped(Grouped { word_bits: 4, linear_bits: 6, group: 4 }),
-        Precision::Grouped(Grouped { word_bits: 3, linear_bits: 4, group: 4 }),
-        Precision::Grouped(Grouped { word_bits: 8, linear_bits: 2, group: 8 }),
+        Precision::Grouped(Grouped { word_bits: 4, linear_bits: 6, group: 4, calibrated: false }),
+        Precision::Grouped(Grouped { word_bits: 3, linear_bits: 4, group: 4, calibrated: false }),
+        Precision::Grouped(Grouped { word_bits: 8, linear_bits: 2, group: 8, calibrated: false }),
     ];
 
     /// An ONNX file as the engine reads it: packed tensors expanded first.
@@ -1111,8 +1146,10 @@ mod tests {
     fn form_labels_parse_and_print() {
         assert_eq!(Grouped::parse(&Grouped::DEFAULT.label()), Some(Grouped::DEFAULT));
         assert_eq!(file_name(Precision::Grouped(Grouped::DEFAULT)), DEFAULT_FILE);
-        assert_eq!(Grouped::parse("w3l8g16"), Some(Grouped { word_bits: 3, linear_bits: 8, group: 16 }));
-        for bad in ["w4l6", "w1l6g32", "w4l9g32", "w4l6g0", "w4l6g5", "x4l6g32", "w4l6g32x"] {
+        assert_eq!(Grouped::parse("w3l8g16"), Some(Grouped { word_bits: 3, linear_bits: 8, group: 16, calibrated: false }));
+        let c = Grouped::parse("w4l5g32c").expect("calibrated");
+        assert!(c.calibrated && c.label() == "w4l5g32c" && c.linear_bits == 5);
+        for bad in ["w4l6", "w4l6g32cc", "w1l6g32", "w4l9g32", "w4l6g0", "w4l6g5", "x4l6g32", "w4l6g32x"] {
             assert_eq!(Grouped::parse(bad), None, "{bad}");
         }
     }
@@ -1152,10 +1189,7 @@ mod tests {
         let w = tiny_weights(3);
         let run = |precision| -> Vec<f32> {
             let bytes = build_onnx(&w, precision).encode_to_vec();
-            let m = load_inference(&bytes)
-                .into_optimized()
-                .and_then(|m| m.into_runnable())
-                .expect("load");
+            let m = load_inference(&bytes).into_optimized().and_then(|m| m.into_runnable()).expect("load");
             let ids: Vec<i64> = vec![1, 5, 9, 49, 0, 2];
             let out = m.run(tvec!(Tensor::from_shape(&[1, ids.len()], &ids).expect("tensor").into())).expect("run");
             out[0].to_plain_array_view::<f32>().expect("f32").iter().copied().collect()
