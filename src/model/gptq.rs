@@ -230,12 +230,7 @@ pub(crate) type Quantized = std::collections::HashMap<String, (Vec<i8>, Vec<f16>
 
 /// GPTQ of every linear weight of `w`, keyed by the name `build_onnx` gives it
 /// (`layer{l}.{query|key|value|attn_out|ffn_in|ffn_out}`), one weight per task.
-pub(crate) fn quantize_linears(
-    w: &Weights,
-    tokenizer_json: &[u8],
-    group: usize,
-    bits: u32,
-) -> Result<Quantized, String> {
+pub(crate) fn quantize_linears(w: &Weights, tokenizer_json: &[u8], group: usize, bits: u32) -> Result<Quantized, String> {
     let h = hessians(w, tokenizer_json)?;
     let mut jobs = Vec::new();
     for (l, layer) in w.layers.iter().enumerate() {

@@ -844,11 +844,7 @@ pub(crate) fn build_onnx(w: &Weights, precision: Precision) -> pb::ModelProto {
 }
 
 /// [`build_onnx`] with some linear weights already quantized (by name, see `gptq`).
-fn build_onnx_calibrated(
-    w: &Weights,
-    precision: Precision,
-    calibrated: gptq::Quantized,
-) -> pb::ModelProto {
+fn build_onnx_calibrated(w: &Weights, precision: Precision, calibrated: gptq::Quantized) -> pb::ModelProto {
     let mut g = GraphBuilder::new();
     g.calibrated = calibrated;
     let c = Consts::new(&mut g, w.arch);
