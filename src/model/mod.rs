@@ -654,8 +654,11 @@ impl Precision {
             Precision::Fp32 => "fp32".into(),
             Precision::Int8 => "weight-only int8 (symmetric, per output channel)".into(),
             Precision::Grouped(g) => format!(
-                "weight-only grouped ({}-bit word embeddings, {}-bit linear weights, groups of {} with f16 scales; 4-bit codes packed as nibbles, see needle's embed::pack)",
-                g.word_bits, g.linear_bits, g.group
+                "weight-only grouped ({}-bit word embeddings, {}-bit linear weights{}, groups of {} with f16 scales; 4-bit codes packed as nibbles, see needle's embed::pack)",
+                g.word_bits,
+                g.linear_bits,
+                if g.calibrated { " by GPTQ on calibration text" } else { "" },
+                g.group
             ),
         }
     }

@@ -157,8 +157,9 @@ enum ModelCmd {
         #[arg(long)]
         out: PathBuf,
         /// The folder's default model form: `int8`, `fp32`, or a grouped form `wAlBgC` (A-bit
-        /// word embeddings, B-bit linear weights, groups of C; bits 2 to 8, where 8 is int8 with a scale per row). Default: the
-        /// shipped form, w4l6g32.
+        /// word embeddings, B-bit linear weights, groups of C; bits 2 to 8, where 8 is int8
+        /// with a scale per row; a trailing `c`: linear weights by GPTQ on calibration text).
+        /// Default: the shipped form, w4l6g32.
         #[arg(long, value_parser = parse_form)]
         form: Option<needle::model::Precision>,
     },
@@ -373,9 +374,7 @@ fn run(cli: Cli) -> Result<()> {
 
 const NO_CACHE: &str = "no cache folder (neither XDG_CACHE_HOME nor HOME is set): give the folder with --out or --model-dir";
 
-/// The model's files: in `dir` if given (and only there), else wherever `ModelFiles::locate`
-/// finds them. With `fetch_missing`, a model found nowhere is fetched into the cache folder
-/// first (what a new user's first `needle build` does).
+/// `needle model convert --form`: `int8`, `fp32` or a grouped form's label.
 fn parse_form(s: &str) -> Result<needle::model::Precision, String> {
     use needle::model::{Grouped, Precision};
     match s {
@@ -387,6 +386,9 @@ fn parse_form(s: &str) -> Result<needle::model::Precision, String> {
     }
 }
 
+/// The model's files: in `dir` if given (and only there), else wherever `ModelFiles::locate`
+/// finds them. With `fetch_missing`, a model found nowhere is fetched into the cache folder
+/// first (what a new user's first `needle build` does).
 fn model_files(dir: Option<&Path>, fetch_missing: bool) -> Result<ModelFiles> {
     if let Some(dir) = dir {
         let files = ModelFiles::in_dir(dir);
