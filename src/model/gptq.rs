@@ -132,7 +132,9 @@ fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
 fn inverse_factor(h: &[f64], n: usize) -> Vec<f64> {
     let mean = (0..n).map(|i| h[i * n + i]).sum::<f64>() / n as f64;
     let mut damp = DAMP;
-    loop {
+    // Damping by up to 10⁶ × the mean diagonal factors any finite H; one that still does not
+    // (NaN or infinite activations) gets the identity, which makes GPTQ plain rounding.
+    for _ in 0..9 {
         let mut hd = h.to_vec();
         for i in 0..n {
             hd[i * n + i] += damp * mean.max(1e-12);
@@ -169,6 +171,7 @@ fn inverse_factor(h: &[f64], n: usize) -> Vec<f64> {
         }
         damp *= 10.0;
     }
+    (0..n * n).map(|k| if k % (n + 1) == 0 { 1.0 } else { 0.0 }).collect()
 }
 
 /// GPTQ of one PyTorch linear weight `w` (`[out, inp]`, row-major) against `h` (`inp × inp`):
@@ -275,6 +278,12 @@ mod tests {
                 assert!((prod - want).abs() < 1e-9, "({i}, {j}): {prod}");
             }
         }
+    }
+
+    #[test]
+    fn an_unfactorable_h_falls_back_to_rounding() {
+        let u = inverse_factor(&[f64::NAN, 0.0, 0.0, 1.0], 2);
+        assert_eq!(u, vec![1.0, 0.0, 0.0, 1.0]);
     }
 
     #[test]
