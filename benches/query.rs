@@ -52,13 +52,13 @@ fn bench(c: &mut Criterion) {
     let idx = tile(&fixture_index(&model), TARGET_CHUNKS);
     let emb = model.embedder().expect("embedder");
     let q = "Can unsafe code trust a safe trait implementation such as Ord to be correct?";
-    let qv = emb.embed(q).expect("embed");
+    let qv = emb.query(q).expect("embed");
     let n = idx.header.chunks.len();
 
     c.bench_function(&format!("bm25 rank ({n} chunks)"), |b| b.iter(|| black_box(idx.header.bm25.rank(black_box(q)))));
-    c.bench_function(&format!("dense scan ({n} chunks)"), |b| b.iter(|| black_box(search::distances(&idx, black_box(&qv)))));
+    c.bench_function(&format!("dense scan ({n} chunks)"), |b| b.iter(|| black_box(search::distances(&idx, black_box(&qv.vector)))));
     let bm: Vec<usize> = idx.header.bm25.rank(q).into_iter().map(|(c, _)| c).collect();
-    let dist = search::distances(&idx, &qv);
+    let dist = search::distances(&idx, &qv.vector);
     let mut dense: Vec<usize> = (0..n).collect();
     dense.sort_by(|&a, &b| dist[a].total_cmp(&dist[b]));
     c.bench_function(&format!("rrf fusion ({n} chunks)"), |b| b.iter(|| black_box(needle::query::fuse::rrf(&[&bm, &dense]))));

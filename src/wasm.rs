@@ -14,7 +14,7 @@ use crate::embed::Embedder;
 use crate::query::bm25::marks;
 use crate::query::cite::{build_prompt, citations};
 use crate::query::index::Index;
-use crate::query::search::{now_ms, search, Mode, SearchOptions, SearchResult, Timings};
+use crate::query::search::{now_ms, search, Mode, QueryVector, SearchOptions, SearchResult, Timings};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -66,6 +66,7 @@ struct JsResult<'a> {
     answer: &'a [usize],
     mode: Mode,
     cut: f32,
+    foreign: &'a [String],
     terms: Vec<String>,
     timings: &'a Timings,
 }
@@ -154,7 +155,7 @@ impl Engine {
         let t = now_ms();
         let vector = self.query_vector(query)?;
         let embed_ms = if vector.is_some() { now_ms() - t } else { 0.0 };
-        let mut result = search(&self.index, query, vector.as_deref(), &opts);
+        let mut result = search(&self.index, query, vector.as_ref(), &opts);
         result.timings.embed = embed_ms;
         self.to_json(&result, self.index.header.bm25.marked_terms(query))
     }
@@ -172,7 +173,7 @@ impl Engine {
                 .ok_or_else(|| err(format!("prompt: chunk {} is not in this index", h.chunk)))?;
             hits.push(hit);
         }
-        let result = SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, timings: Timings::default() };
+        let result = SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: Vec::new(), timings: Timings::default() };
         Ok(build_prompt(question, &citations(&self.index, &result)))
     }
 
@@ -247,12 +248,12 @@ impl Engine {
 impl Engine {
     /// The query's embedding, or `None` while no model is loaded (always, in the lexical core).
     #[cfg(feature = "embed")]
-    fn query_vector(&self, query: &str) -> Result<Option<Vec<f32>>, JsError> {
-        self.embedder.as_ref().map(|e| e.embed(query).map_err(err)).transpose()
+    fn query_vector(&self, query: &str) -> Result<Option<QueryVector>, JsError> {
+        self.embedder.as_ref().map(|e| e.query(query).map_err(err)).transpose()
     }
 
     #[cfg(not(feature = "embed"))]
-    fn query_vector(&self, _query: &str) -> Result<Option<Vec<f32>>, JsError> {
+    fn query_vector(&self, _query: &str) -> Result<Option<QueryVector>, JsError> {
         Ok(None)
     }
 
@@ -281,7 +282,16 @@ impl Engine {
                 }
             })
             .collect();
-        serde_json::to_string(&JsResult { hits, answer: &r.answer, mode: r.mode, cut: r.cut, terms, timings: &r.timings }).map_err(err)
+        serde_json::to_string(&JsResult {
+            hits,
+            answer: &r.answer,
+            mode: r.mode,
+            cut: r.cut,
+            foreign: &r.foreign,
+            terms,
+            timings: &r.timings,
+        })
+        .map_err(err)
     }
 }
 

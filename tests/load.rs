@@ -86,8 +86,8 @@ fn odd_queries() -> Vec<String> {
 }
 
 fn check(idx: &Index, emb: &needle::embed::Embedder, q: &str, mode: Mode) {
-    let v = emb.embed(q).unwrap_or_else(|e| panic!("embedding {:?}… failed: {e}", q.chars().take(40).collect::<String>()));
-    assert_eq!(v.len(), idx.dim());
+    let v = emb.query(q).unwrap_or_else(|e| panic!("embedding {:?}… failed: {e}", q.chars().take(40).collect::<String>()));
+    assert_eq!(v.vector.len(), idx.dim());
     let r = search::search(idx, q, Some(&v), &SearchOptions { mode, k: 8, cut: None, max_chunks: 4 });
     assert!(r.hits.len() <= 8);
     assert!(r.answer.len() <= 4 && r.answer.iter().all(|&i| i < r.hits.len()), "the gate keeps hits it returned");
@@ -105,7 +105,7 @@ fn odd_queries_get_hits_or_no_answer_never_an_error() {
         }
     }
     // Punctuation and emoji carry no word: BM25 finds nothing, and the gate refuses them.
-    let v = emb.embed("?!.,;:").expect("embed");
+    let v = emb.query("?!.,;:").expect("embed");
     let r = search::search(&idx, "?!.,;:", Some(&v), &SearchOptions { mode: Mode::Bm25, k: 8, cut: None, max_chunks: 4 });
     assert!(r.hits.is_empty());
 }
@@ -129,7 +129,7 @@ fn ten_thousand_queries_leave_the_heap_flat() {
     assert!(queries.len() > 80);
     let opts = SearchOptions { mode: Mode::Hybrid, k: 20, cut: None, max_chunks: 4 };
     let run = |q: &str| {
-        let v = emb.embed(q).expect("embed");
+        let v = emb.query(q).expect("embed");
         let r = search::search(&idx, q, Some(&v), &opts);
         std::hint::black_box(needle::query::cite::citations(&idx, &r));
     };

@@ -105,7 +105,7 @@ fn an_incremental_rebuild_embeds_only_what_changed_and_equals_a_clean_build() {
 
     // And answers the same.
     let q = "What is PhantomData for?";
-    let v = model().embedder().expect("embedder").embed(q).expect("embed");
+    let v = model().embedder().expect("embedder").query(q).expect("embed");
     let o = SearchOptions { mode: Mode::Hybrid, k: 10, cut: None, max_chunks: 4 };
     let (a, b) = (search::search(&second, q, Some(&v), &o), search::search(&clean, q, Some(&v), &o));
     assert_eq!(
@@ -225,7 +225,7 @@ fn broken_pages_end_failed_or_skipped_with_reasons_and_the_rest_is_searchable() 
     assert_eq!(report["chunks"], status["chunks"]);
 
     // Every good page answers, including the decoded legacy one and the deep one.
-    let v = |q: &str| model().embedder().expect("embedder").embed(q).expect("embed");
+    let v = |q: &str| model().embedder().expect("embedder").query(q).expect("embed");
     for (q, page) in
         [("naïve résumé café crème", "latin1.html"), ("deep text survives", "nested.html"), ("casting between types with as", "casts.html")]
     {
@@ -267,6 +267,12 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
                 let depth = expected.get("gate_depth").and_then(Value::as_u64).unwrap_or(20);
                 assert_eq!(u64::from(idx.header.settings.gate_depth), depth, "v{version} gate depth");
                 assert_eq!(idx.header.site, expected.get("site").and_then(Value::as_str).unwrap_or(""), "v{version} site");
+                // Formats 1–4 had one cut for every query; 5 records the gate rule.
+                let gate = match idx.header.settings.gate {
+                    needle::query::index::Gate::Cut => "cut",
+                    needle::query::index::Gate::Auto { .. } => "auto",
+                };
+                assert_eq!(gate, expected.get("gate").and_then(Value::as_str).unwrap_or("cut"), "v{version} gate");
                 // The stored offsets still quote the site's canonical text.
                 let site = dir.join("site");
                 let opts = needle::doc::extract::ExtractOptions::default();
@@ -290,7 +296,7 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
                 let bm25 = search::search(&idx, q, None, &SearchOptions { mode: Mode::Bm25, k: 3, cut: None, max_chunks: 4 });
                 assert_eq!(bm25.hits.first().map(|h| h.page.as_str()), Some(want), "v{version} bm25");
                 idx.check_model(&int8_model().stamp, "compat").expect("the compat index names the int8 model");
-                let v = int8_model().embedder().expect("embedder").embed(q).expect("embed");
+                let v = int8_model().embedder().expect("embedder").query(q).expect("embed");
                 let dense = search::search(&idx, q, Some(&v), &SearchOptions { mode: Mode::Dense, k: 3, cut: None, max_chunks: 4 });
                 assert_eq!(dense.hits.first().map(|h| h.page.as_str()), Some(want), "v{version} dense");
                 let d = dense.hits.first().map(|h| h.distance).unwrap_or(f32::NAN);
@@ -383,7 +389,8 @@ fn a_site_built_in_parts_and_merged_is_byte_identical_to_one_build() {
         assert!(!dir.join(INDEX_FILE).exists(), "a part is never written as a whole index");
         parts.push(dir);
     }
-    let (merged, report) = build::part::merge(&parts, &w.join("merged"), None).expect("merge");
+    let models = [model().files.clone()];
+    let (merged, report) = build::part::merge(&parts, &w.join("merged"), None, &models).expect("merge");
     let single = std::fs::read(w.join("single").join(INDEX_FILE)).expect("read");
     assert_eq!(report.parts, 3);
     assert!(merged == single, "the merged index is byte-identical to one build's ({} vs {} bytes)", merged.len(), single.len());
@@ -392,7 +399,7 @@ fn a_site_built_in_parts_and_merged_is_byte_identical_to_one_build() {
     assert!(matches!(page(&idx, "broken.html").map(|p| &p.status), Some(PageStatus::Failed { .. })));
 
     // Incomplete, repeated, or from another build: refused by name.
-    let err = |paths: &[PathBuf]| build::part::merge(paths, &w.join("x"), None).expect_err("refused").to_string();
+    let err = |paths: &[PathBuf]| build::part::merge(paths, &w.join("x"), None, &models).expect_err("refused").to_string();
     assert!(err(&parts[..2]).contains("part 3 of 3 is missing"), "{}", err(&parts[..2]));
     assert!(err(&[parts[0].clone(), parts[0].clone(), parts[2].clone()]).contains("part 1 is given twice"));
     let other = w.join("other");

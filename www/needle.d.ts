@@ -39,7 +39,10 @@ export interface NeedleResult {
   answer: number[];
   /** The mode actually used ("bm25" while the model is still loading). */
   mode: "bm25" | "dense" | "hybrid";
+  /** The cosine cut this query met: the index's gate lowers it for foreign words. */
   cut: number;
+  /** The query's words that neither the site nor the model's vocabulary knows (they make the index's own gate stricter). */
+  foreign: string[];
   /** The query's words worth marking in a snippet (BM25's tokenizer, no stop words); each hit's `marks` says where they are. */
   terms: string[];
   /** Milliseconds, measured inside the engine. */

@@ -13,6 +13,7 @@
 
 pub(crate) mod assets;
 pub mod bundle;
+pub mod gate;
 pub mod part;
 pub mod site;
 
@@ -21,6 +22,7 @@ use crate::doc::extract::{self, ExtractOptions, Extracted};
 use crate::doc::text::{utf16_len, Document};
 use crate::embed::Embedder;
 use crate::model::ModelFiles;
+use crate::query::index::Gate;
 use crate::query::index::{self, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp, DEFAULT_GATE_DEPTH};
 use crate::Error;
 use rayon::prelude::*;
@@ -28,16 +30,20 @@ use serde::Serialize;
 use std::path::Path;
 use std::time::Instant;
 
-/// The gate's default cut when the builder is given none. On the fixture corpus (EVAL.md's
-/// sweep) 0.50 is where the two errors meet: 5 of 30 out-of-domain queries still answered,
-/// 11 of 48 answerable ones refused. `needle eval --max-bluffs N` picks a site's own.
+/// The plain cut gate's cut when the builder is given none (`--gate cut`). On the fixture
+/// corpus (EVAL.md's sweep) 0.50 is where the two errors meet: 5 of 30 out-of-domain queries
+/// still answered, 11 of 48 answerable ones refused. `needle eval --max-bluffs N` picks a
+/// site's own with labelled questions; the default gate ([`gate`]) needs none.
 pub const DEFAULT_CUT: f32 = 0.5;
 
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
     pub extract: ExtractOptions,
     pub chunk: ChunkConfig,
+    /// The cut of the plain cut gate (when `auto_gate` is false).
     pub cut: f32,
+    /// Let the index choose its gate from the site's own text ([`gate`]) instead of one cut.
+    pub auto_gate: bool,
     pub max_chunks: u32,
     /// Embedding threads; `None` = all cores.
     pub threads: Option<usize>,
@@ -55,6 +61,7 @@ impl Default for BuildOptions {
             extract: ExtractOptions::default(),
             chunk: ChunkConfig::default(),
             cut: DEFAULT_CUT,
+            auto_gate: true,
             max_chunks: 4,
             threads: None,
             progress: false,
@@ -76,6 +83,10 @@ pub struct BuildReport {
     pub header_tokens: usize,
     pub seconds: f64,
     pub embed_seconds: f64,
+    /// Choosing the gate (`gate`: the background questions embedded and searched).
+    pub gate_seconds: f64,
+    /// The cut the index chose for itself (`--gate auto`), if it did.
+    pub chosen_cut: Option<f32>,
     pub threads: usize,
     pub index_bytes: usize,
     /// Pages (and their chunks) taken unchanged from the previous index.
@@ -252,10 +263,18 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
     entries.extend(skipped);
 
     let bm25 = index::bm25_of(&chunks);
-    let index = Index {
+    // A part's gate is chosen by the merge, over the whole site.
+    let gate = if opts.auto_gate { Gate::Auto { foreign_penalty: 0.0, background_answered: 0.0 } } else { Gate::Cut };
+    let mut index = Index {
         header: Header {
             stamp,
-            settings: Settings { chunk: opts.chunk.clone(), cut: opts.cut, max_chunks: opts.max_chunks, gate_depth: DEFAULT_GATE_DEPTH },
+            settings: Settings {
+                chunk: opts.chunk.clone(),
+                cut: opts.cut,
+                max_chunks: opts.max_chunks,
+                gate_depth: DEFAULT_GATE_DEPTH,
+                gate,
+            },
             site: String::new(),
             pages: entries,
             chunks,
@@ -263,6 +282,12 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         },
         vectors,
     };
+    if opts.auto_gate && opts.part.is_none() {
+        let t = Instant::now();
+        gate::choose(&mut index, &embedder)?;
+        report.gate_seconds = t.elapsed().as_secs_f64();
+        report.chosen_cut = Some(index.header.settings.cut);
+    }
     report.seconds = start.elapsed().as_secs_f64();
     Ok((index, report))
 }

@@ -11,8 +11,9 @@
 //! `index.needle`). The merge refuses parts of different builds (stamp, settings, site), a
 //! missing or repeated part, and two parts that disagree about a page.
 
-use crate::build::{skipped_page, write_index};
-use crate::query::index::{self, Header, Index, PageEntry, PageStatus, INDEX_FILE};
+use crate::build::{skipped_page, write_index, LoadedModel};
+use crate::model::ModelFiles;
+use crate::query::index::{self, Gate, Header, Index, PageEntry, PageStatus, INDEX_FILE};
 use crate::Error;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -36,6 +37,10 @@ pub enum PartError {
     Mismatch { path: PathBuf, first: PathBuf, what: &'static str },
     #[error("{path}: page {page} is also in {other}, and they disagree")]
     Page { path: PathBuf, page: String, other: PathBuf },
+    #[error(
+        "the parts were built with model {model} ({sha}), which is not in the model folder: the merge chooses the index's gate with it"
+    )]
+    Model { model: String, sha: String },
 }
 
 /// One share of a build: part `index` (1-based) of `of`.
@@ -118,8 +123,10 @@ pub struct MergeReport {
 /// Merges the partial indexes at `paths` (files, or folders holding one) into `out_dir`'s
 /// `index.needle`; returns its bytes. The index records `site` as its site folder, else the one
 /// the parts name (parts copied away from their site, as CI artifacts are, name none that
-/// exists; parts that name two different existing folders are refused).
-pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>) -> Result<(Vec<u8>, MergeReport), Error> {
+/// exists; parts that name two different existing folders are refused). An index that chooses
+/// its own gate ([`crate::build::gate`]) chooses it here, over the whole site, with the model
+/// among `models` that the parts were built with.
+pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>, models: &[ModelFiles]) -> Result<(Vec<u8>, MergeReport), Error> {
     let mut parts: BTreeMap<u32, (PathBuf, Index)> = BTreeMap::new();
     let mut of = None;
     for path in paths {
@@ -216,6 +223,15 @@ pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>) -> Result<(
     pages.extend(skipped.into_values().cloned());
     let bm25 = index::bm25_of(&chunks);
     let mut merged = Index { header: Header { pages, chunks, bm25, ..first }, vectors };
+    if matches!(merged.header.settings.gate, Gate::Auto { .. }) {
+        let stamp = &merged.header.stamp.model;
+        let model = models
+            .iter()
+            .filter(|f| f.stamp().is_ok_and(|s| s == *stamp))
+            .find_map(|f| LoadedModel::load(f).ok())
+            .ok_or_else(|| PartError::Model { model: stamp.name.clone(), sha: stamp.model_sha256.clone() })?;
+        crate::build::gate::choose(&mut merged, &model.embedder()?)?;
+    }
     let site = site.map(Path::to_path_buf).or(named);
     let bytes = write_index(&mut merged, out_dir, INDEX_FILE, site.as_deref())?;
     let report = MergeReport {

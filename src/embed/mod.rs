@@ -8,6 +8,7 @@
 //! (batch 1 was also the fastest per text on tract).
 
 use crate::query::index::{sha256_hex, ModelStamp};
+use crate::query::search::QueryVector;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 use tract_onnx::prelude::*;
 
@@ -142,6 +143,19 @@ impl Embedder {
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         let ids = self.tokenize(text)?;
         self.embed_ids(&ids)
+    }
+
+    /// `text` as a query: its embedding and the words of it that the vocabulary does not hold
+    /// whole (the gate's foreign-word signal, `query::search::foreign_words`).
+    pub fn query(&self, text: &str) -> Result<QueryVector, EmbedError> {
+        let vector = self.embed(text)?;
+        let mut unknown_to_model: Vec<String> = Vec::new();
+        for w in crate::query::bm25::tokenize(text) {
+            if self.tokenizer.token_to_id(&w).is_none() && !unknown_to_model.contains(&w) {
+                unknown_to_model.push(w);
+            }
+        }
+        Ok(QueryVector { vector, unknown_to_model })
     }
 
     /// The L2-normalised embedding of already tokenized ids (1 to `MAX_TOKENS` of them).

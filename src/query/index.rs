@@ -13,7 +13,8 @@
 //! a clean one. Version 1 stored `chunks × dim f32` in place of the scales and codes; versions
 //! 1 and 2 had no gate depth (it was 20 wherever they were searched) and no site path in the
 //! header; versions 1–3 had no document kinds (every chunk was cited by `#char=`, no page was
-//! played by another). This reader still reads them all (tests/fixtures/compat/).
+//! played by another); versions 1–4 had no gate rule (every query met the one cut,
+//! [`Gate::Cut`]). This reader still reads them all (tests/fixtures/compat/).
 //!
 //! Invariants: the reader checks, in this order, the leading magic, the trailing magic (a
 //! missing one means a truncated file), the format version, the checksum, then the structure
@@ -50,7 +51,7 @@ pub const VECTORS_MAGIC: &[u8; 8] = b"NEEDLEVC";
 pub const VECTORS_FORMAT_VERSION: u32 = 1;
 /// Bump on any change to the layout or to the header's fields, and add a compat fixture
 /// (tests/fixtures/compat/README.md).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this reader still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// File name of the index inside an index folder.
@@ -106,6 +107,24 @@ pub struct Settings {
     /// How deep the gate walks the ranking: the same answer whatever number of hits a front end
     /// shows (see `search::search`).
     pub gate_depth: u32,
+    /// How the gate uses `cut` (format 5; every older index holds [`Gate::Cut`]).
+    pub gate: Gate,
+}
+
+/// How the gate decides which hits answer a query (`search::search`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Gate {
+    /// Every query meets the one cut: a hit answers when its cosine distance is under it.
+    Cut,
+    /// `needle build` chose the cut from the site's own text, against needle's background
+    /// questions (`build::gate`), and a query naming words that neither the site nor the model's
+    /// vocabulary holds (`search::foreign_words`) must come closer: its cut is lowered by
+    /// `foreign_penalty` × min(foreign words, 2) / 2.
+    Auto {
+        foreign_penalty: f32,
+        /// The share of the background questions the chosen cut lets answer.
+        background_answered: f32,
+    },
 }
 
 /// The gate depth of indexes written before it was stored (formats 1 and 2), and the default.
@@ -192,11 +211,45 @@ struct HeaderV2 {
     bm25: Bm25,
 }
 
+/// The header as format 4 wrote it: no gate rule.
+#[derive(Deserialize)]
+struct HeaderV4 {
+    stamp: Stamp,
+    settings: SettingsV4,
+    site: String,
+    pages: Vec<PageEntry>,
+    chunks: Vec<ChunkEntry>,
+    bm25: Bm25,
+}
+
+/// Settings as formats 3 and 4 wrote them.
+#[derive(Deserialize)]
+struct SettingsV4 {
+    chunk: ChunkConfig,
+    cut: f32,
+    max_chunks: u32,
+    gate_depth: u32,
+}
+
+impl From<SettingsV4> for Settings {
+    fn from(s: SettingsV4) -> Settings {
+        let SettingsV4 { chunk, cut, max_chunks, gate_depth } = s;
+        Settings { chunk, cut, max_chunks, gate_depth, gate: Gate::Cut }
+    }
+}
+
+impl From<HeaderV4> for Header {
+    fn from(h: HeaderV4) -> Header {
+        let HeaderV4 { stamp, settings, site, pages, chunks, bm25 } = h;
+        Header { stamp, settings: settings.into(), site, pages, chunks, bm25 }
+    }
+}
+
 /// The header as format 3 wrote it.
 #[derive(Deserialize)]
 struct HeaderV3 {
     stamp: Stamp,
-    settings: Settings,
+    settings: SettingsV4,
     site: String,
     pages: Vec<PageEntryV3>,
     chunks: Vec<ChunkEntryV3>,
@@ -243,7 +296,7 @@ impl From<HeaderV3> for Header {
     fn from(h: HeaderV3) -> Header {
         Header {
             stamp: h.stamp,
-            settings: h.settings,
+            settings: h.settings.into(),
             site: h.site,
             pages: h.pages.into_iter().map(Into::into).collect(),
             chunks: h.chunks.into_iter().map(Into::into).collect(),
@@ -264,7 +317,7 @@ impl From<HeaderV2> for Header {
         let SettingsV2 { chunk, cut, max_chunks } = h.settings;
         Header {
             stamp: h.stamp,
-            settings: Settings { chunk, cut, max_chunks, gate_depth: DEFAULT_GATE_DEPTH },
+            settings: Settings { chunk, cut, max_chunks, gate_depth: DEFAULT_GATE_DEPTH, gate: Gate::Cut },
             site: String::new(),
             pages: h.pages.into_iter().map(Into::into).collect(),
             chunks: h.chunks.into_iter().map(Into::into).collect(),
@@ -412,6 +465,8 @@ impl Index {
             postcard::from_bytes::<HeaderV2>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
         } else if version == 3 {
             postcard::from_bytes::<HeaderV3>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
+        } else if version == 4 {
+            postcard::from_bytes::<HeaderV4>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
         } else {
             postcard::from_bytes(header_bytes).map_err(|e| malformed(format!("header: {e}")))?
         };
@@ -587,7 +642,13 @@ pub(crate) mod tests {
                     pipeline_version: 1,
                     extractor_version: 1,
                 },
-                settings: Settings { chunk: ChunkConfig::default(), cut: 0.5, max_chunks: 4, gate_depth: DEFAULT_GATE_DEPTH },
+                settings: Settings {
+                    chunk: ChunkConfig::default(),
+                    cut: 0.5,
+                    max_chunks: 4,
+                    gate_depth: DEFAULT_GATE_DEPTH,
+                    gate: Gate::Cut,
+                },
                 site: "..".into(),
                 pages: vec![PageEntry {
                     path: "p.html".into(),
@@ -740,8 +801,8 @@ pub(crate) mod tests {
                 for mode in [crate::query::search::Mode::Bm25, crate::query::search::Mode::Dense, crate::query::search::Mode::Hybrid] {
                     let opts = crate::query::search::SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
                     let q = vec![0.5f32; dim.min(4096)];
-                    let qv = (q.len() == dim).then_some(q.as_slice());
-                    let r = crate::query::search::search(&idx, "hello world", qv, &opts);
+                    let qv = (q.len() == dim).then(|| crate::query::search::QueryVector { vector: q, unknown_to_model: vec!["world".into()] });
+                    let r = crate::query::search::search(&idx, "hello world", qv.as_ref(), &opts);
                     let _ = crate::query::cite::citations(&idx, &r);
                 }
             }

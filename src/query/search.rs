@@ -16,7 +16,8 @@ pub struct SearchOptions {
     /// How many hits of the ungated ranking to show. The gate does not depend on it: it walks
     /// the index's gate depth, and `hits` grows to the last answered hit if that lies deeper.
     pub k: usize,
-    /// Cosine-distance cut of the gate; `None` takes the index's default.
+    /// Cosine-distance cut of the gate, met by every query alike (the plain cut gate, today's
+    /// method); `None` takes the index's gate.
     pub cut: Option<f32>,
     /// At most this many hits pass the gate.
     pub max_chunks: usize,
@@ -62,13 +63,54 @@ pub struct SearchResult {
     /// Indices into `hits` kept by the gate (empty = NO ANSWER).
     pub answer: Vec<usize>,
     pub mode: Mode,
+    /// The cut this query met (the index's gate may lower it for foreign words).
     pub cut: f32,
+    /// The query's words that neither the site nor the model knows ([`foreign_words`]).
+    pub foreign: Vec<String>,
     /// Milliseconds.
     pub timings: Timings,
 }
 
+use crate::query::bm25;
 use crate::query::fuse;
-use crate::query::index::Index;
+use crate::query::index::{Gate, Index, Settings};
+
+/// A query as the model saw it: its embedding, and the words of it (lowercased, as
+/// [`bm25::tokenize`] makes them) that the model's word-piece vocabulary does not hold whole —
+/// names and jargon it had to spell out in pieces. The gate asks which of those the site never
+/// uses either ([`foreign_words`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryVector {
+    pub vector: Vec<f32>,
+    pub unknown_to_model: Vec<String>,
+}
+
+/// The query's words that neither the site nor the model knows: its distinct non-stop-word
+/// tokens that are in `q.unknown_to_model` and in no chunk of the index. An adjacent
+/// out-of-domain question usually names such a thing ("tokio", "PyO3"); a reader describing a
+/// symptom in plain words rarely does.
+pub fn foreign_words(index: &Index, query: &str, q: &QueryVector) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in bm25::tokenize(query) {
+        if out.contains(&t) || bm25::STOP_WORDS.binary_search(&t.as_str()).is_ok() || !q.unknown_to_model.contains(&t) {
+            continue;
+        }
+        if index.header.bm25.terms.binary_search(&t).is_err() {
+            out.push(t);
+        }
+    }
+    out
+}
+
+impl Settings {
+    /// The cut a query with `foreign` foreign words meets under this index's gate.
+    pub fn cut_for(&self, foreign: usize) -> f32 {
+        match self.gate {
+            Gate::Cut => self.cut,
+            Gate::Auto { foreign_penalty, .. } => self.cut - foreign_penalty * foreign.min(2) as f32 / 2.0,
+        }
+    }
+}
 
 /// Milliseconds from a monotonic clock: `Instant` natively, `performance.now()` in the browser
 /// (wasm32-unknown-unknown has no `Instant`).
@@ -146,14 +188,16 @@ pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
     index.vectors.chunks_exact(d).map(|v| cosine_distance(v, query)).collect()
 }
 
-/// Searches a loaded index. `query_vec` is the query's embedding; without it (the model is
-/// not loaded yet) only BM25 can rank, distances are unknown (NaN) and nothing passes the
-/// gate, whatever mode was asked for.
-pub fn search(index: &Index, query: &str, query_vec: Option<&[f32]>, opts: &SearchOptions) -> SearchResult {
+/// Searches a loaded index. `query_vec` is the query as the model saw it; without it (the
+/// model is not loaded yet) only BM25 can rank, distances are unknown (NaN) and nothing passes
+/// the gate, whatever mode was asked for.
+pub fn search(index: &Index, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
     // The lexical part of a split index has no vectors to rank by yet: as without the model.
-    let query_vec = query_vec.filter(|_| index.has_vectors());
+    let qv = query_vec.filter(|_| index.has_vectors());
+    let query_vec = qv.map(|q| q.vector.as_slice());
     let mut timings = Timings::default();
-    let cut = opts.cut.unwrap_or(index.header.settings.cut);
+    let foreign = qv.map(|q| foreign_words(index, query, q)).unwrap_or_default();
+    let cut = opts.cut.unwrap_or_else(|| index.header.settings.cut_for(foreign.len()));
 
     let t = now_ms();
     let bm25: Vec<usize> = index.header.bm25.rank(query).into_iter().map(|(c, _)| c).collect();
@@ -188,7 +232,7 @@ pub fn search(index: &Index, query: &str, query_vec: Option<&[f32]>, opts: &Sear
     let answer = gate_distances(&walked, cut, opts.max_chunks);
     let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
     let hits: Vec<Hit> = ranking.iter().take(shown).enumerate().filter_map(|(i, &c)| index.hit(c, distance(c), i + 1)).collect();
-    SearchResult { hits, answer, mode, cut, timings }
+    SearchResult { hits, answer, mode, cut, foreign, timings }
 }
 
 /// Walks the ranking top-down and keeps at most `max_chunks` hits whose cosine distance is
@@ -228,6 +272,29 @@ mod tests {
     use crate::query::index::tests::tiny;
 
     #[test]
+    fn foreign_words_are_unknown_to_both_the_site_and_the_model_and_lower_the_auto_cut() {
+        let mut idx = tiny();
+        // "hello" is the site's word; "the" a stop word; "tokio" and "zzz" neither the site's nor
+        // the model's; "extra" is unknown to the site but a word the model holds whole.
+        let qv = QueryVector { vector: vec![0.6, 0.8], unknown_to_model: vec!["hello".into(), "tokio".into(), "zzz".into(), "the".into()] };
+        let q = "hello the Tokio tokio zzz extra";
+        assert_eq!(foreign_words(&idx, q, &qv), vec!["tokio".to_string(), "zzz".to_string()]);
+        // Distances: hello 0.4, world 0.2. The plain cut keeps both…
+        let opts = SearchOptions { mode: Mode::Dense, ..Default::default() };
+        assert_eq!(search(&idx, q, Some(&qv), &opts).answer.len(), 2);
+        // …the auto gate lowers the cut by the whole penalty for two foreign words (half for one)…
+        idx.header.settings.gate = Gate::Auto { foreign_penalty: 0.2, background_answered: 0.05 };
+        assert!((idx.header.settings.cut_for(1) - 0.4).abs() < 1e-6 && (idx.header.settings.cut_for(5) - 0.3).abs() < 1e-6);
+        let r = search(&idx, q, Some(&qv), &opts);
+        assert_eq!((r.answer.len(), r.hits[r.answer[0]].content.as_str()), (1, "world"));
+        assert!((r.cut - 0.3).abs() < 1e-6 && r.foreign.len() == 2);
+        // …and an explicit cut is the plain gate, whatever the index chose.
+        assert_eq!(search(&idx, q, Some(&qv), &SearchOptions { cut: Some(0.5), ..opts.clone() }).answer.len(), 2);
+        // Without the model nothing is foreign (and nothing passes the gate).
+        assert!(search(&idx, q, None, &opts).foreign.is_empty());
+    }
+
+    #[test]
     fn the_gate_keeps_at_most_max_chunks_under_the_cut_in_rank_order() {
         let h = |d: f32| Hit {
             chunk: 0,
@@ -249,10 +316,20 @@ mod tests {
     #[test]
     fn dense_ranks_by_cosine_distance_and_hybrid_fuses() {
         let idx = tiny();
-        let r = search(&idx, "world", Some(&[0.0, 1.0]), &SearchOptions { mode: Mode::Dense, ..Default::default() });
+        let r = search(
+            &idx,
+            "world",
+            Some(&QueryVector { vector: vec![0.0, 1.0], unknown_to_model: Vec::new() }),
+            &SearchOptions { mode: Mode::Dense, ..Default::default() },
+        );
         assert_eq!(r.hits[0].content, "world");
         assert!(r.hits[0].distance.abs() < 1e-6 && (r.hits[1].distance - 1.0).abs() < 1e-6);
-        let r = search(&idx, "hello", Some(&[0.0, 1.0]), &SearchOptions { cut: Some(0.5), ..Default::default() });
+        let r = search(
+            &idx,
+            "hello",
+            Some(&QueryVector { vector: vec![0.0, 1.0], unknown_to_model: Vec::new() }),
+            &SearchOptions { cut: Some(0.5), ..Default::default() },
+        );
         assert_eq!(r.mode, Mode::Hybrid);
         assert_eq!(r.answer.len(), 1, "only 'world' is under the cut");
         assert_eq!(r.hits[r.answer[0]].content, "world");
@@ -264,7 +341,12 @@ mod tests {
         // Hybrid puts "hello" first (BM25) and "world", the only chunk under the cut, second.
         let answers: Vec<Vec<usize>> = (1..=3)
             .map(|k| {
-                let r = search(&idx, "hello", Some(&[0.0, 1.0]), &SearchOptions { k, cut: Some(0.5), ..Default::default() });
+                let r = search(
+                    &idx,
+                    "hello",
+                    Some(&QueryVector { vector: vec![0.0, 1.0], unknown_to_model: Vec::new() }),
+                    &SearchOptions { k, cut: Some(0.5), ..Default::default() },
+                );
                 assert!(r.hits.len() >= k.min(2), "k = {k}: at least k hits");
                 r.answer.iter().map(|&i| r.hits[i].chunk).collect()
             })

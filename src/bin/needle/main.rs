@@ -40,7 +40,11 @@ enum Cmd {
         /// Target chunk size in characters (the encoder window is a second limit).
         #[arg(long, default_value_t = 512)]
         chunk_chars: usize,
-        /// Default cosine-distance cut stored in the index.
+        /// The gate: `auto` chooses it from the site's own text (no labelled questions needed);
+        /// `cut` keeps hits under one cosine cut for every query (--cut, default 0.5).
+        #[arg(long, value_enum, default_value = "auto")]
+        gate: GateArg,
+        /// The plain gate's cosine-distance cut (implies --gate cut).
         #[arg(long)]
         cut: Option<f32>,
         #[arg(long, default_value_t = 4)]
@@ -181,6 +185,12 @@ enum ModelCmd {
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
+enum GateArg {
+    Auto,
+    Cut,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
 enum ModeArg {
     Bm25,
     Dense,
@@ -212,6 +222,7 @@ fn run(cli: Cli) -> Result<()> {
             out,
             strategy,
             chunk_chars,
+            gate,
             cut,
             max_chunks,
             selector,
@@ -230,6 +241,7 @@ fn run(cli: Cli) -> Result<()> {
                 extract,
                 chunk: ChunkConfig { strategy, target_chars: chunk_chars, ..ChunkConfig::default() },
                 cut: cut.unwrap_or(build::DEFAULT_CUT),
+                auto_gate: matches!(gate, GateArg::Auto) && cut.is_none(),
                 max_chunks,
                 threads,
                 progress: !json,
@@ -256,9 +268,10 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Merge { parts, out, site, json } => {
-            let (index_bytes, report) = build::part::merge(&parts, &out, site.as_deref()).context("merging the parts")?;
             // The bundle ships the model the parts were built with (the stamp says which).
             let files = model_files(model_dir, true)?;
+            let (index_bytes, report) =
+                build::part::merge(&parts, &out, site.as_deref(), &[files.clone(), files.fp32_files()]).context("merging the parts")?;
             let fp32 = files.fp32_files().stamp().ok().is_some_and(|s| s.model_sha256 == report.model_sha256);
             let files = if fp32 { files.fp32_files() } else { files };
             write_bundle(&out, &index_bytes, &files);
@@ -317,7 +330,7 @@ fn run(cli: Cli) -> Result<()> {
                 let line = serde_json::json!({"id": id, "hits": r.hits.iter().map(|h| serde_json::json!({
                     "page": h.page, "kind": h.kind, "url": h.url, "link": h.link,
                     "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank,
-                })).collect::<Vec<_>>(), "answer": r.answer, "mode": r.mode, "timings": r.timings});
+                })).collect::<Vec<_>>(), "answer": r.answer, "mode": r.mode, "cut": r.cut, "foreign": r.foreign, "timings": r.timings});
                 writeln!(out, "{line}")?;
             }
             Ok(())
@@ -449,7 +462,7 @@ fn open(index: &Path, model_dir: Option<&Path>) -> Result<(Index, Embedder)> {
 
 fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
     let t = search::now_ms();
-    let v = emb.embed(q)?;
+    let v = emb.query(q)?;
     let embed_ms = search::now_ms() - t;
     let mut r = search::search(idx, q, Some(&v), opts);
     r.timings.embed = embed_ms;
@@ -480,12 +493,16 @@ fn print_build_report(r: &build::BuildReport, out: &Path) {
     }
     println!("tokens     {} embedded, {:.1}% header", r.embedded_tokens, share);
     println!(
-        "time       {:.1} s ({:.1} ms per chunk, {} threads; embedding {:.1} s)",
+        "time       {:.1} s ({:.1} ms per chunk, {} threads; embedding {:.1} s, choosing the gate {:.1} s)",
         r.seconds,
         r.ms_per_chunk(),
         r.threads,
-        r.embed_seconds
+        r.embed_seconds,
+        r.gate_seconds
     );
+    if let Some(cut) = r.chosen_cut {
+        println!("gate       auto: cut {cut:.3}, chosen from the site's text against needle's background questions");
+    }
     println!("index      {} ({} bytes)", out.join(needle::query::index::INDEX_FILE).display(), r.index_bytes);
 }
 

@@ -8,6 +8,7 @@ use super::plot::{self, Marker};
 use super::qrels::Phrasing;
 use super::score::{self, BaselineComparison, QueryRun, Summaries, Summary, SweepRow};
 use super::stats::{self, Paired};
+use needle::query::index::Gate;
 use needle::query::search::Mode;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -171,6 +172,8 @@ pub struct Outcome {
     pub max_chunks: usize,
     /// The cut stored in the index (what `needle query` uses today).
     pub index_cut: f32,
+    /// How the index's gate uses its cut.
+    pub index_gate: Gate,
     pub main: Evaluation,
     pub cost: Cost,
     pub time: QueryTime,
@@ -218,6 +221,23 @@ impl Outcome {
         score::sweep_at(&self.main.runs, cut, self.max_chunks)
     }
 
+    /// What the index's own gate did with these queries.
+    fn own_gate(&self) -> SweepRow {
+        score::own_gate(&self.main.runs, self.index_cut, self.max_chunks)
+    }
+
+    /// The index's gate in words.
+    fn gate_words(&self) -> String {
+        match self.index_gate {
+            Gate::Cut => format!("the plain cut {:.3}", self.index_cut),
+            Gate::Auto { foreign_penalty, background_answered } => format!(
+                "its own gate, chosen from the site's text with no labels: cut {:.3} ({:.0} % of needle's background questions answered), lowered by {foreign_penalty} for a query with foreign words",
+                self.index_cut,
+                background_answered * 100.0
+            ),
+        }
+    }
+
     /// The cut each of a few bluff budgets would choose, with what it costs.
     pub fn cut_by_budget(&self) -> Vec<(usize, Option<SweepRow>)> {
         let Some(rows) = &self.sweep else { return Vec::new() };
@@ -246,6 +266,7 @@ impl Outcome {
                     "id": r.id, "phrasing": r.phrasing.name(), "rank": r.rank(), "destroyed": r.destroyed,
                     "closest": r.closest.map(|d| r4(d as f64)),
                     "gated_at_index_cut": r.gated(self.index_cut, self.max_chunks).len(),
+                    "gated_by_index_gate": r.gated(r.cut, self.max_chunks).len(),
                 })
             })
             .collect();
@@ -279,6 +300,11 @@ impl Outcome {
             "index_cut": cut_value(self.index_cut),
             "at_index_cut": (ood_n > 0 || s.overall.n > 0).then(|| {
                 let r = self.row_at(self.index_cut);
+                json!({"bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped})
+            }),
+            "index_gate": self.index_gate,
+            "at_index_gate": (ood_n > 0 || s.overall.n > 0).then(|| {
+                let r = self.own_gate();
                 json!({"bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped})
             }),
             "config": {
@@ -371,8 +397,9 @@ impl Outcome {
                     let _ = writeln!(t, "no cut in the sweep lets at most {} out-of-domain queries through", self.max_bluffs);
                 }
             }
-            let r = self.row_at(self.index_cut);
-            let _ = writeln!(t, "index cut {:.3}: {} bluffs, {} refused, {} dropped", self.index_cut, r.bluffs, r.refused, r.dropped);
+            let r = self.own_gate();
+            let _ =
+                writeln!(t, "the index's gate ({}): {} bluffs, {} refused, {} dropped", self.gate_words(), r.bluffs, r.refused, r.dropped);
         }
     }
 
@@ -637,9 +664,17 @@ impl Outcome {
                 let _ = writeln!(md, "No cut of the sweep lets at most {} out-of-domain queries through.", self.max_bluffs);
             }
         }
-        let r = self.row_at(self.index_cut);
-        let _ =
-            writeln!(md, "The index's own cut {:.3}: {} bluffs, {} refused, {} dropped.\n", self.index_cut, r.bluffs, r.refused, r.dropped);
+        let r = self.own_gate();
+        let _ = writeln!(
+            md,
+            "The index answered with {}: **{} bluffs, {} refused**, {} dropped (of {} out-of-domain and {} answerable queries).\n",
+            self.gate_words(),
+            r.bluffs,
+            r.refused,
+            r.dropped,
+            self.n_ood(),
+            self.main.runs.iter().filter(|r| r.in_domain()).count()
+        );
         let _ = writeln!(md, "Other bluff budgets:\n\n| at most … bluffs | cut | bluffs | refused | dropped |\n|---:|---:|---:|---:|---:|");
         for (b, row) in self.cut_by_budget() {
             match row {
@@ -675,7 +710,7 @@ impl Outcome {
         let _ = writeln!(md, "## Per query\n");
         let _ = writeln!(
             md,
-            "<details><summary>{} queries: rank of the first answering chunk ({}), distance of the closest answering (or, out of domain, closest) chunk, chunks kept at the index cut</summary>\n",
+            "<details><summary>{} queries: rank of the first answering chunk ({}), distance of the closest answering (or, out of domain, closest) chunk, chunks kept by the index's gate</summary>\n",
             self.main.runs.len(),
             mode_name(self.main.mode)
         );
@@ -694,7 +729,7 @@ impl Outcome {
                 r.phrasing.name(),
                 rank,
                 r.closest.map(|d| format!("{d:.3}")).unwrap_or_else(|| "–".into()),
-                r.gated(self.index_cut, self.max_chunks).len()
+                r.gated(r.cut, self.max_chunks).len()
             );
         }
         let _ = writeln!(md, "\n</details>");
@@ -739,6 +774,7 @@ mod tests {
             ks,
             max_chunks: 4,
             index_cut: 0.6,
+            index_gate: Gate::Cut,
             main,
             cost: Cost { chunks: 7, embedded_tokens: 100, header_tokens: 20, ..Default::default() },
             time,

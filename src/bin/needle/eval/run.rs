@@ -14,7 +14,7 @@ use needle::doc::text::{normalize_for_match, Document};
 use needle::embed::Embedder;
 use needle::model::ModelFiles;
 use needle::query::index::{self, Index};
-use needle::query::search::{self, Mode, SearchOptions};
+use needle::query::search::{self, Mode, QueryVector, SearchOptions};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -144,6 +144,7 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
         ks: ks.clone(),
         max_chunks,
         index_cut: index.header.settings.cut,
+        index_gate: index.header.settings.gate,
         time: QueryTime::of(&main.runs, &embed_ms),
         main,
         cost,
@@ -228,13 +229,13 @@ fn open_or_build(target: Target, model: &LoadedModel) -> Result<(Index, Option<B
 }
 
 /// Every query's vector, and how long each took.
-fn embed_all(embedder: &Embedder, queries: &[Query]) -> Result<(Vec<Vec<f32>>, Vec<f64>), EvalError> {
+fn embed_all(embedder: &Embedder, queries: &[Query]) -> Result<(Vec<QueryVector>, Vec<f64>), EvalError> {
     progress(&format!("embedding {} queries…", queries.len()));
     let mut vectors = Vec::with_capacity(queries.len());
     let mut ms = Vec::with_capacity(queries.len());
     for q in queries {
         let t = search::now_ms();
-        vectors.push(embedder.embed(&q.text).map_err(needle_err)?);
+        vectors.push(embedder.query(&q.text).map_err(needle_err)?);
         ms.push(search::now_ms() - t);
     }
     Ok((vectors, ms))
@@ -264,7 +265,7 @@ fn ablate(ctx: &Context<'_>, site: &Path, model: &LoadedModel, default: Option<(
 struct Context<'a> {
     questions: &'a [Question],
     queries: &'a [Query],
-    vectors: &'a [Vec<f32>],
+    vectors: &'a [QueryVector],
     depth: usize,
     max_chunks: usize,
     ks: &'a [usize],
@@ -280,7 +281,7 @@ impl Context<'_> {
             .iter()
             .zip(self.vectors)
             .map(|(q, v)| {
-                let dist = search::distances(index, v);
+                let dist = search::distances(index, &v.vector);
                 match q.question.and_then(|i| answering.get(i)) {
                     Some(set) => set.iter().filter_map(|&c| dist.get(c).copied()).reduce(f32::min),
                     None => dist.iter().copied().reduce(f32::min),
@@ -309,6 +310,7 @@ impl Context<'_> {
                             answers,
                             destroyed,
                             closest,
+                            cut: result.cut,
                             timings: result.timings,
                         }
                     })

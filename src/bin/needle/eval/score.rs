@@ -28,6 +28,8 @@ pub struct QueryRun {
     /// In domain: cosine distance of the closest answering chunk of the whole index (`None`
     /// when destroyed). Out of domain: of the closest chunk.
     pub closest: Option<f32>,
+    /// The cut this query met under the index's own gate (`SearchResult::cut`).
+    pub cut: f32,
     pub timings: Timings,
 }
 
@@ -139,6 +141,22 @@ pub fn sweep_at(runs: &[QueryRun], cut: f32, max_chunks: usize) -> SweepRow {
         if r.in_domain() {
             row.refused += kept.is_empty() as usize;
             row.dropped += r.dropped(cut, max_chunks) as usize;
+        } else {
+            row.bluffs += !kept.is_empty() as usize;
+        }
+    }
+    row
+}
+
+/// What the index's own gate did: each query gated at the cut it met (`QueryRun::cut`). The
+/// row's `cut` is `index_cut`, the cut of a query with no foreign words.
+pub fn own_gate(runs: &[QueryRun], index_cut: f32, max_chunks: usize) -> SweepRow {
+    let mut row = SweepRow { cut: index_cut, bluffs: 0, refused: 0, dropped: 0 };
+    for r in runs {
+        let kept = r.gated(r.cut, max_chunks);
+        if r.in_domain() {
+            row.refused += kept.is_empty() as usize;
+            row.dropped += r.dropped(r.cut, max_chunks) as usize;
         } else {
             row.bluffs += !kept.is_empty() as usize;
         }
@@ -267,6 +285,7 @@ pub(crate) mod tests {
             hits,
             answers,
             destroyed: false,
+            cut: 0.6,
             timings: Timings::default(),
         }
     }
