@@ -3,8 +3,8 @@
 
 use needle::query::bm25::Bm25;
 use needle::doc::chunk::ChunkConfig;
-use needle::query::index::{sha256_hex, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp};
-use needle::query::search::{self, Mode, SearchOptions};
+use needle::query::index::{sha256_hex, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Gate, Settings, Stamp};
+use needle::query::search::{self, Mode, QueryVector, SearchOptions};
 use sha2::{Digest, Sha256};
 
 /// The index of `src/query/index.rs`'s unit tests (`tests::tiny`), plus a failed and a skipped page
@@ -31,7 +31,13 @@ pub fn tiny() -> Index {
                 pipeline_version: 1,
                 extractor_version: 1,
             },
-            settings: Settings { chunk: ChunkConfig::default(), cut: 0.5, max_chunks: 4, gate_depth: 20 },
+            settings: Settings {
+                chunk: ChunkConfig::default(),
+                cut: 0.5,
+                max_chunks: 4,
+                gate_depth: 20,
+                gate: Gate::Auto { foreign_penalty: 0.3, background_answered: 0.05 },
+            },
             site: "..".into(),
             pages: vec![
                 page("p.html", PageStatus::Ok, 12, 2),
@@ -70,9 +76,10 @@ pub fn use_index(idx: &Index) {
     for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid] {
         let opts = SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
         let q = vec![0.5f32; dim.min(4096)];
-        let qv = (q.len() == dim).then_some(q.as_slice());
-        for query in ["hello world", "", "world 🦀"] {
-            let r = search::search(idx, query, qv, &opts);
+        // "zzz" is a word no model holds whole: the gate's foreign-word path runs too.
+        let qv = (q.len() == dim).then(|| QueryVector { vector: q, unknown_to_model: vec!["zzz".into(), "world".into()] });
+        for query in ["hello world", "", "world 🦀", "zzz world"] {
+            let r = search::search(idx, query, qv.as_ref(), &opts);
             let _ = needle::query::cite::citations(idx, &r);
         }
     }
