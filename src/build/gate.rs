@@ -42,7 +42,7 @@ pub fn choose(index: &mut Index, embedder: &Embedder) -> Result<(), Error> {
         .zip(&vectors)
         .filter_map(|(q, v)| {
             let r = search::search(index, q, Some(v), &opts);
-            let closest = r.hits.iter().take(depth).map(|h| h.distance).filter(|d| d.is_finite()).reduce(f32::min)?;
+            let closest = r.hits.iter().map(|h| h.distance).filter(|d| d.is_finite()).reduce(f32::min)?;
             Some(closest + FOREIGN_PENALTY * r.foreign.len().min(2) as f32 / 2.0)
         })
         .collect();

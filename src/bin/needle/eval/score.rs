@@ -135,28 +135,25 @@ pub fn sweep_cuts() -> Vec<f32> {
 }
 
 pub fn sweep_at(runs: &[QueryRun], cut: f32, max_chunks: usize) -> SweepRow {
-    let mut row = SweepRow { cut, bluffs: 0, refused: 0, dropped: 0 };
-    for r in runs {
-        let kept = r.gated(cut, max_chunks);
-        if r.in_domain() {
-            row.refused += kept.is_empty() as usize;
-            row.dropped += r.dropped(cut, max_chunks) as usize;
-        } else {
-            row.bluffs += !kept.is_empty() as usize;
-        }
-    }
-    row
+    gate_row(runs, cut, max_chunks, |_| cut)
 }
 
 /// What the index's own gate did: each query gated at the cut it met (`QueryRun::cut`). The
 /// row's `cut` is `index_cut`, the cut of a query with no foreign words.
 pub fn own_gate(runs: &[QueryRun], index_cut: f32, max_chunks: usize) -> SweepRow {
-    let mut row = SweepRow { cut: index_cut, bluffs: 0, refused: 0, dropped: 0 };
+    gate_row(runs, index_cut, max_chunks, |r| r.cut)
+}
+
+/// Bluffs, refusals and dropped answers when each query is gated at `cut_of(query)`; the row
+/// is labelled `cut`.
+fn gate_row(runs: &[QueryRun], cut: f32, max_chunks: usize, cut_of: impl Fn(&QueryRun) -> f32) -> SweepRow {
+    let mut row = SweepRow { cut, bluffs: 0, refused: 0, dropped: 0 };
     for r in runs {
-        let kept = r.gated(r.cut, max_chunks);
+        let at = cut_of(r);
+        let kept = r.gated(at, max_chunks);
         if r.in_domain() {
             row.refused += kept.is_empty() as usize;
-            row.dropped += r.dropped(r.cut, max_chunks) as usize;
+            row.dropped += r.dropped(at, max_chunks) as usize;
         } else {
             row.bluffs += !kept.is_empty() as usize;
         }
