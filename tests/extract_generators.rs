@@ -461,6 +461,36 @@ fn rustdoc_item_page() {
 }
 
 #[test]
+fn rustdoc_struct_page_without_repeated_sections() {
+    // A real rustdoc 1.95.0 struct page (std::ffi::CString): its own methods and trait
+    // implementations are content; the methods of `CStr` it derefs to (documented on CStr's own
+    // page), the blanket implementations every type's page repeats, the "ⓘ" marks and the "·"
+    // left of each method's "1.0.0 · Source" line are not.
+    let doc = page(&sites().join("rustdoc"), "std/ffi/struct.CString.html");
+    let blocks: Vec<&str> = doc.blocks.iter().map(|b| &doc.text[b.start..b.end]).collect();
+    for kept in [
+        "Creates a new C-compatible string from a container of bytes.",
+        "Converts a CString into a String if it contains valid UTF-8 data.",
+        "Auto Trait Implementations",
+        "impl Send for CString",
+    ] {
+        assert!(blocks.contains(&kept), "{kept:?} missing");
+    }
+    assert_absent(
+        &doc,
+        &["Methods from Deref", "pub fn to_bytes(&self)", "Blanket Implementations", "Returns the argument unchanged.", "ⓘ"],
+    );
+    assert!(!blocks.contains(&"·"), "a lone \"·\" block");
+    // An impl's `where` clause is a <div> inside its heading: a line of its own, not "…>where".
+    let new = "pub fn new<T>(t: T) -> Result<CString, NulError>\nwhere T: Into<Vec<u8>>,";
+    assert!(blocks.contains(&new), "no heading {new:?}");
+    assert_eq!(
+        section_of(&doc, "Creates a new C-compatible string from a container of bytes.").last().map(String::as_str),
+        Some("pub fn new<T>(t: T) -> Result<CString, NulError> where T: Into<Vec<u8>>,")
+    );
+}
+
+#[test]
 fn hugo_book_page() {
     let site = sites().join("hugo");
     let doc = page(&site, "docs/deploying/index.html");
@@ -833,6 +863,7 @@ fn discovery_over_the_generator_fixtures() {
             "mdbook/start.html",
             "mkdocs/configuration/index.html",
             "mkdocs/reference/index.html",
+            "rustdoc/std/ffi/struct.CString.html",
             "rustdoc/std/mem/fn.swap.html",
             "sphinx/genindex.html",
             "sphinx/install.html",

@@ -48,7 +48,9 @@
 //!    [`BLOCK_ELEMENTS`] also ends a line where it opens and where it closes: a `"\n"` is added
 //!    there unless the leaf's text so far is empty or already ends with `"\n"` (a browser shows
 //!    each such element on a line of its own; Expressive Code, Starlight's highlighter, writes
-//!    every code line as a `<div>` with no newline between them).
+//!    every code line as a `<div>` with no newline between them). Inside a heading leaf, such
+//!    an element ends the current line where it opens and where it closes, as `<br>` does
+//!    (rustdoc writes an impl's `where` clause as a `<div>` in its heading).
 //! 6. **Whitespace.** The whitespace set is the browser's collapsing set, ASCII only: U+0020
 //!    space, U+0009 tab, U+000A LF, U+000C FF, U+000D CR. U+00A0 NO-BREAK SPACE and every other
 //!    Unicode space are ordinary characters and are kept. For a `Text` or `Heading` piece:
@@ -153,6 +155,18 @@ pub const DROP_SELECTORS: &[&str] = &[
     "a.doc-anchor",
     "summary.hideme",
     "rustdoc-toolbar",
+    // rustdoc item pages: the line beside each method and impl ("1.0.0 · Source", whose
+    // version and link are dropped above, leaving a lone "·"); the "ⓘ" mark of notable traits
+    // and of examples that are not run; the methods another type's page
+    // documents, repeated on every type that derefs to it ("Methods from Deref<Target = [T]>":
+    // 447 of the 878 chunks of `Vec`'s page); and the blanket implementations (`From<T> for T`,
+    // `Any`, `Borrow`, …), the same list with the same text on every type's page. Only in a
+    // rustdoc page (`<body class="rustdoc …">`): the ids and class are common words.
+    ".rustdoc .rightside",
+    ".rustdoc a.tooltip",
+    ".rustdoc [id^='deref-methods-']",
+    ".rustdoc #blanket-implementations",
+    ".rustdoc #blanket-implementations-list",
     // Breadcrumbs, pager, edit/last-updated footers, version badges.
     ".breadcrumbs",
     ".breadcrumb",
@@ -203,7 +217,10 @@ pub const VERBATIM_ELEMENTS: &[&str] = &["pre", "listing", "xmp", "plaintext"];
 /// 3: PDFs, CSV tables and caption tracks are documents too (`doc::pdf`, `doc::table`,
 /// `doc::media`); rustdoc's chrome (item path, version and source links, `§` marks, the
 /// description toggle) is left out, and its source-view pages (`*.rs.html`) are not indexed.
-pub const EXTRACTOR_VERSION: u32 = 3;
+/// 4: rustdoc's repeated sections (methods from `Deref`, blanket implementations) and the "·"
+/// beside each method are left out; inside a heading, a block element's edges end a line
+/// (rustdoc's `impl<T> Trait for T` + `<div class="where">`, read as `Twhere`).
+pub const EXTRACTOR_VERSION: u32 = 4;
 
 /// What a walker hands the rule (see "The walkers").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,7 +343,7 @@ impl Canonicalizer {
             if name == "br" {
                 self.line_break();
             } else if is_block(name) {
-                self.code_line_end();
+                self.leaf_line_end();
             }
             return;
         }
@@ -351,7 +368,7 @@ impl Canonicalizer {
                 self.flush();
                 self.leaf = None;
             } else if is_block(name) {
-                self.code_line_end();
+                self.leaf_line_end();
             }
             return;
         }
@@ -379,12 +396,14 @@ impl Canonicalizer {
         }
     }
 
-    /// Inside a verbatim leaf, a block element's edge ends the line (step 5).
-    fn code_line_end(&mut self) {
-        if let Some((_, Mode::Code)) = self.leaf {
-            if self.lines.last().and_then(|l| l.last()).is_some_and(|u| u.c != '\n') {
-                self.push(synthetic('\n'));
-            }
+    /// Inside a leaf, a block element's edge ends the line (step 5): a `"\n"` in a verbatim
+    /// leaf, a new line (as `<br>` makes) in a heading.
+    fn leaf_line_end(&mut self) {
+        let last = self.lines.last();
+        match self.leaf {
+            Some((_, Mode::Code)) if last.and_then(|l| l.last()).is_some_and(|u| u.c != '\n') => self.push(synthetic('\n')),
+            Some((_, Mode::Heading(_))) if last.is_some_and(|l| !l.is_empty()) => self.lines.push(Vec::new()),
+            _ => {}
         }
     }
 
@@ -531,8 +550,31 @@ mod tests {
     fn a_leaf_ends_with_its_own_element_whatever_is_inside() {
         use Event::*;
         let c = run(&[Open("h2"), Text("A"), Open("h3"), Text("B"), Close("h3"), Close("h2"), Open("p"), Text("x"), Close("p")]);
-        assert_eq!(c.text, "AB\n\nx");
+        // The inner block is a line of the heading (as the browser shows it), not a heading.
+        assert_eq!(c.text, "A\nB\n\nx");
         assert_eq!(c.blocks[0].kind, BlockKind::Heading(2));
-        assert_eq!(c.blocks[1].section, vec!["AB".to_string()]);
+        assert_eq!(c.blocks[1].section, vec!["A B".to_string()]);
+    }
+
+    #[test]
+    fn a_block_inside_a_heading_ends_a_line_and_inline_elements_do_not() {
+        use Event::*;
+        // rustdoc: `<h3>impl<T> From<T> for T<div class="where">where …</div></h3>`.
+        let c = run(&[
+            Open("h3"),
+            Text("impl Foo for T"),
+            Open("div"),
+            Text("where T: Copy,"),
+            Close("div"),
+            Open("span"),
+            Text(" x"),
+            Close("span"),
+            Close("h3"),
+        ]);
+        assert_eq!(c.text, "impl Foo for T\nwhere T: Copy,\nx");
+        assert_eq!(c.blocks[0].section, vec!["impl Foo for T where T: Copy, x".to_string()]);
+        // A block at the heading's very start or end adds no empty line.
+        let c = run(&[Open("h2"), Open("div"), Text("A"), Close("div"), Text("b"), Open("em"), Text("c"), Close("em"), Close("h2")]);
+        assert_eq!(c.text, "A\nbc");
     }
 }

@@ -58,7 +58,8 @@ enum Cmd {
         /// Embedding threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
-        /// Use the fp32 model instead of the default int8 one.
+        /// Use the fp32 model instead of the folder's default form (its MANIFEST names it: the
+        /// packed 4/6-bit form in a folder `needle model fetch` filled).
         #[arg(long)]
         fp32: bool,
         /// Re-embed every page, even those unchanged since the index in --out was built.
@@ -434,8 +435,8 @@ fn model_files(dir: Option<&Path>, fetch_missing: bool) -> Result<ModelFiles> {
     }
 }
 
-/// Loads the index and the model it was built with (the int8 or the fp32 graph of the models
-/// folder, whichever the index's stamp names); refuses any other model.
+/// Loads the index and the model it was built with (the folder's default form or its fp32
+/// graph, whichever the index's stamp names); refuses any other model.
 fn open(index: &Path, model_dir: Option<&Path>) -> Result<(Index, Embedder)> {
     let idx = build::read_index(index)?;
     let files = model_files(model_dir, false)?;
