@@ -501,10 +501,21 @@ fn print_build_report(r: &build::BuildReport, out: &Path) {
         r.embed_seconds,
         r.gate_seconds
     );
+    if let Some(peak) = peak_resident_bytes() {
+        println!("memory     {:.0} MB peak resident", peak as f64 / 1e6);
+    }
     if let Some(cut) = r.chosen_cut {
         println!("gate       auto: cut {cut:.3}, chosen from the site's text against needle's background questions");
     }
     println!("index      {} ({} bytes)", out.join(needle::query::index::INDEX_FILE).display(), r.index_bytes);
+}
+
+/// This process's peak resident memory so far (Linux's `VmHWM`); `None` where `/proc` is not.
+fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kb: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kb * 1024)
 }
 
 fn status_json(idx: &Index) -> serde_json::Value {
