@@ -157,16 +157,15 @@ pub const DROP_SELECTORS: &[&str] = &[
     "rustdoc-toolbar",
     // rustdoc item pages: the line beside each method and impl ("1.0.0 · Source", whose
     // version and link are dropped above, leaving a lone "·"); the "ⓘ" mark of notable traits
-    // and of examples that are not run; the methods another type's page
+    // and of examples that are not run (a link to "#" alone); the methods another type's page
     // documents, repeated on every type that derefs to it ("Methods from Deref<Target = [T]>":
     // 447 of the 878 chunks of `Vec`'s page); and the blanket implementations (`From<T> for T`,
-    // `Any`, `Borrow`, …), the same list with the same text on every type's page. Only in a
-    // rustdoc page (`<body class="rustdoc …">`): the ids and class are common words.
-    ".rustdoc .rightside",
-    ".rustdoc a.tooltip",
-    ".rustdoc [id^='deref-methods-']",
-    ".rustdoc #blanket-implementations",
-    ".rustdoc #blanket-implementations-list",
+    // `Any`, `Borrow`, …), the same list with the same text on every type's page.
+    "span.rightside",
+    "a.tooltip[href='#']",
+    "[id^='deref-methods-']",
+    "#blanket-implementations",
+    "#blanket-implementations-list",
     // Breadcrumbs, pager, edit/last-updated footers, version badges.
     ".breadcrumbs",
     ".breadcrumb",
