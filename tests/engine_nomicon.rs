@@ -349,3 +349,63 @@ fn a_corrupt_index_is_refused_with_the_file_named() {
     assert!(err.contains("nowhere"), "{err}");
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
+
+/// The plan of an index in pieces (`needle::build::pieces`) on the real fixture index: every
+/// chunk in one list and one content piece of at most the target size, every term in one lexical
+/// piece in order, the same plan twice; and `needle pieces` probing every list loses nothing
+/// against the whole index, while probing one list of many does lose dense recall.
+#[test]
+fn the_piece_plan_cuts_every_chunk_and_term_once_and_probing_every_list_is_the_whole_index() {
+    use needle::build::pieces::{self, PieceConfig, PiecePlan};
+    let b = built(false);
+    let idx = read_index(&b.index).expect("index");
+    let config = PieceConfig { lists: 16, lexical_bytes: 8 * 1024, content_bytes: 8 * 1024, ..Default::default() };
+    let plan = PiecePlan::new(&idx, &config);
+    assert_eq!(plan, PiecePlan::new(&idx, &config), "the plan is a function of the index");
+    assert_eq!(plan.lists.len(), 16);
+    let mut listed: Vec<u32> = plan.lists.iter().flatten().copied().collect();
+    listed.sort_unstable();
+    assert_eq!(listed, (0..idx.header.chunks.len() as u32).collect::<Vec<_>>(), "each chunk in exactly one list");
+    let chunks = &idx.header.chunks;
+    assert!(plan.content_first.len() > 10 && plan.content_first[0] == 0 && plan.content_first.windows(2).all(|w| w[0] < w[1]));
+    for (p, &bytes) in plan.content_bytes.iter().enumerate() {
+        let end = plan.content_first.get(p + 1).copied().unwrap_or(chunks.len());
+        assert!(
+            bytes <= 8 * 1024 + pieces::PIECE_OVERHEAD || end - plan.content_first[p] == 1,
+            "content piece {p}: {bytes} bytes in {} chunks",
+            end - plan.content_first[p]
+        );
+        assert!((plan.content_first[p]..end).all(|c| plan.content_piece(c) == p));
+    }
+    let terms = &idx.header.bm25.terms;
+    assert!(plan.lexical_first.len() > 5 && plan.lexical_first[0] == 0 && plan.lexical_first.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(plan.lexical_piece(terms.len() - 1), plan.lexical_first.len() - 1);
+    let q = "Why does mem::forget not run the destructor?";
+    let pieces = plan.lexical_pieces(&idx.header.bm25, q);
+    for t in needle::query::bm25::tokenize(q) {
+        if let Ok(at) = terms.binary_search(&t) {
+            let p = plan.lexical_piece(at);
+            assert!(pieces.contains(&p) && plan.lexical_first[p] <= at, "{t}: its piece is fetched");
+        }
+    }
+    let qrels = fixture("qrels.jsonl");
+    let report = |nprobe: &str| {
+        let (ok, out, err) = needle(
+            &["pieces", b.index.to_str().expect("path"), "--questions", qrels.to_str().expect("path"), "--lists", "16", "--nprobe", nprobe],
+            None,
+        );
+        assert!(ok, "needle pieces failed:\n{out}\n{err}");
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("| {nprobe} |")))
+            .unwrap_or_else(|| panic!("no row for {nprobe}:\n{out}"))
+            .to_string();
+        row.split('|').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect::<Vec<String>>()
+    };
+    let all = report("16");
+    assert_eq!((all[4].as_str(), all[5].as_str(), all[6].as_str()), ("1.000", "1.000", "48/48"), "{all:?}");
+    let (exact, pieces) = all[7].split_once(" → ").expect("recall cell");
+    assert_eq!(exact, pieces, "{all:?}");
+    let one = report("1");
+    assert!(one[4].parse::<f64>().expect("overlap") < 0.9, "one list of 16 misses some of the dense top 20: {one:?}");
+}

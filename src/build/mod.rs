@@ -15,6 +15,7 @@ pub(crate) mod assets;
 pub mod bundle;
 pub mod gate;
 pub mod part;
+pub mod pieces;
 pub mod site;
 
 use crate::doc::chunk::{self, ChunkConfig};

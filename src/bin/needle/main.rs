@@ -1,6 +1,7 @@
 //! The `needle` command line.
 
 mod eval;
+mod pieces;
 mod serve;
 
 use anyhow::{bail, Context, Result};
@@ -146,6 +147,9 @@ enum Cmd {
     },
     /// Score retrieval on a question set: Recall@k, MRR, destroyed answers, refusal sweep.
     Eval(crate::eval::EvalArgs),
+    /// How the index would be cut into pieces a browser fetches on demand: bytes per query and
+    /// recall against the whole index on a question set.
+    Pieces(crate::pieces::PiecesArgs),
     /// Model files.
     Model {
         #[command(subcommand)]
@@ -360,6 +364,10 @@ fn run(cli: Cli) -> Result<()> {
         // --check reads no model: it must not ask for one.
         Cmd::Eval(args) if args.check => Ok(crate::eval::run_cli(args, None)?),
         Cmd::Eval(args) => Ok(crate::eval::run_cli(args, Some(model_files(model_dir, false)?))?),
+        Cmd::Pieces(args) => {
+            let (idx, emb) = open(&args.index, model_dir)?;
+            crate::pieces::run(&idx, &emb, &args)
+        }
         Cmd::Model { cmd: ModelCmd::Convert { from, out, form } } => {
             let form = form.unwrap_or(needle::model::Precision::Grouped(needle::model::Grouped::DEFAULT));
             let report = needle::model::convert_with(&from, &out, form)?;

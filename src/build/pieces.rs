@@ -1,0 +1,319 @@
+//! An index cut into pieces that a browser fetches on demand, so a reader of a large site
+//! downloads what a query touches, not the site's whole index. This module is the plan: which
+//! chunk's vector goes to which inverted list, which terms' postings to which lexical piece,
+//! which pages' chunks to which content piece, each piece's encoded size, and what a query
+//! fetches under it. `needle pieces` reports a plan's costs and its recall against the whole
+//! index on real questions, which is how its parameters are chosen.
+//!
+//! - **Dense side**: an inverted file (IVF, as FAISS's `IndexIVFFlat`). Spherical k-means over
+//!   the chunks' stored vectors gives `lists` unit centroids; every chunk belongs to the list
+//!   of its nearest centroid; a query scores only the chunks of the `nprobe` lists whose
+//!   centroids are nearest to it. A list entry is what the index stores for a chunk today:
+//!   chunk number (u32), scale (f32) and `dim` int8 codes.
+//! - **Lexical side**: the sorted vocabulary cut into consecutive term ranges of about
+//!   `lexical_bytes` each (a term's postings are never split). A term's entry is its bytes and
+//!   its postings as varints of (chunk delta, term frequency, the chunk's token count): all that
+//!   BM25 needs besides the chunk count and the mean length, which the head holds. So the
+//!   lexical ranking over pieces is the whole index's ranking, exactly.
+//! - **Content**: the chunk entries (section, header, content, offsets) in order, about
+//!   `content_bytes` a piece, with the entries of the pages they come from (a long page spans
+//!   pieces); a query fetches the pieces of the hits it shows.
+//! - **Head**: what every query needs first: the settings, the chunk count and mean length,
+//!   each piece's first term or chunk and checksum, and the centroids (scale + codes each).
+//!
+//! Invariants: the plan is a function of the index and the configuration alone (k-means starts
+//! from evenly spaced chunks and sums in chunk order; its parallel step is per chunk), so two
+//! builds of one site cut the same pieces. Every chunk is in exactly one list and one content
+//! piece, every term in exactly one lexical piece, and pieces follow term and chunk order.
+
+use crate::query::bm25::{self, Bm25};
+use crate::query::index::Index;
+use crate::query::search::dot;
+use rayon::prelude::*;
+use std::collections::BTreeSet;
+
+/// How an index is cut.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PieceConfig {
+    /// Inverted lists of the dense side (0: [`auto_lists`] of the chunk count).
+    pub lists: usize,
+    /// Target encoded size of a lexical piece.
+    pub lexical_bytes: usize,
+    /// Target encoded size of a content piece.
+    pub content_bytes: usize,
+    /// k-means rounds.
+    pub iterations: usize,
+    /// Bits per code of a list's vectors: 8 (the index's own codes, exact distances) or 4
+    /// (half the bytes; the lists then only rank, and each chunk's 8-bit vector travels in its
+    /// content piece, so the gate still meets exact distances).
+    pub list_bits: u8,
+}
+
+impl Default for PieceConfig {
+    fn default() -> Self {
+        PieceConfig { lists: 0, lexical_bytes: 16 * 1024, content_bytes: 4 * 1024, iterations: 8, list_bits: 8 }
+    }
+}
+
+/// About four times the square root of the chunk count (FAISS's rule of thumb for IVF lists),
+/// at least one: 1,000 chunks → 126 lists of ~8, 100,000 → 1,265 of ~79.
+pub fn auto_lists(chunks: usize) -> usize {
+    ((4.0 * (chunks as f64).sqrt()).round() as usize).clamp(1, chunks.max(1))
+}
+
+/// Bytes of one stored vector in a list: chunk number, scale, codes.
+pub fn list_entry_bytes(dim: usize, bits: u8) -> usize {
+    4 + 4 + (dim * bits as usize).div_ceil(8)
+}
+
+/// What every piece carries besides its entries: magic, format, the build's id (so a piece
+/// of another build is refused), its own sha256 (so a corrupt piece is refused by name) and the
+/// end mark. The head then needs no checksum per piece.
+pub const PIECE_OVERHEAD: usize = 8 + 4 + 8 + 32 + 8;
+
+/// The cut of one index (module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PiecePlan {
+    pub dim: usize,
+    pub list_bits: u8,
+    /// `lists × dim`, each row unit length.
+    pub centroids: Vec<f32>,
+    /// The chunks of each list, ascending.
+    pub lists: Vec<Vec<u32>>,
+    /// First term (index into the sorted vocabulary) of each lexical piece; the first is 0.
+    pub lexical_first: Vec<usize>,
+    pub lexical_bytes: Vec<usize>,
+    /// First chunk of each content piece; the first is 0.
+    pub content_first: Vec<usize>,
+    pub content_bytes: Vec<usize>,
+}
+
+/// Unsigned LEB128, the varint of the pieces' postings.
+pub fn varint_len(mut v: u32) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// Encoded size of one term's entry in a lexical piece.
+fn term_entry_bytes(term: &str, postings: &[(u32, u32)], doc_len: &[u32]) -> usize {
+    let mut n = varint_len(term.len() as u32) + term.len() + varint_len(postings.len() as u32);
+    let mut last = 0;
+    for &(chunk, tf) in postings {
+        n += varint_len(chunk - last) + varint_len(tf) + varint_len(doc_len.get(chunk as usize).copied().unwrap_or(0));
+        last = chunk;
+    }
+    n
+}
+
+/// Cuts `sizes` (in order) into consecutive runs of about `target` bytes, an item never split:
+/// the first item of each run and each run's size.
+fn runs(sizes: impl IntoIterator<Item = (usize, usize)>, target: usize) -> (Vec<usize>, Vec<usize>) {
+    let (mut first, mut bytes) = (Vec::new(), Vec::new());
+    for (at, size) in sizes {
+        match bytes.last_mut() {
+            Some(b) if *b + size <= target => *b += size,
+            _ => {
+                first.push(at);
+                bytes.push(size);
+            }
+        }
+    }
+    (first, bytes)
+}
+
+/// Spherical k-means: `k` unit centroids of the unit rows of `vectors` and each row's list.
+/// Starts from rows spread evenly over the index; an emptied list keeps its centroid.
+pub fn kmeans(vectors: &[f32], dim: usize, k: usize, iterations: usize) -> (Vec<f32>, Vec<u32>) {
+    let n = vectors.len().checked_div(dim).unwrap_or(0);
+    let k = k.clamp(1, n.max(1));
+    if n == 0 {
+        return (vec![0.0; k * dim], Vec::new());
+    }
+    let row = |i: usize| &vectors[i * dim..(i + 1) * dim];
+    let mut centroids: Vec<f32> = (0..k).flat_map(|c| row(c * n / k).iter().copied()).collect();
+    let mut assign = nearest(vectors, dim, &centroids);
+    for _ in 0..iterations {
+        let mut sums = vec![0f32; k * dim];
+        for (i, &c) in assign.iter().enumerate() {
+            for (s, x) in sums[c as usize * dim..(c as usize + 1) * dim].iter_mut().zip(row(i)) {
+                *s += x;
+            }
+        }
+        for (c, sum) in sums.chunks_exact_mut(dim).enumerate() {
+            let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                sum.iter_mut().for_each(|x| *x /= norm);
+                centroids[c * dim..(c + 1) * dim].copy_from_slice(sum);
+            }
+        }
+        let next = nearest(vectors, dim, &centroids);
+        if next == assign {
+            break;
+        }
+        assign = next;
+    }
+    (centroids, assign)
+}
+
+/// The nearest centroid (largest dot product, the lower number on a tie) of every row.
+fn nearest(vectors: &[f32], dim: usize, centroids: &[f32]) -> Vec<u32> {
+    vectors.par_chunks_exact(dim).map(|v| closest(v, centroids, dim, 1)[0] as u32).collect()
+}
+
+/// The `count` centroids nearest to `v`, nearest first (the lower number on a tie).
+pub fn closest(v: &[f32], centroids: &[f32], dim: usize, count: usize) -> Vec<usize> {
+    let sims: Vec<f32> = centroids.chunks_exact(dim.max(1)).map(|c| dot(v, c)).collect();
+    let mut order: Vec<usize> = (0..sims.len()).collect();
+    order.sort_unstable_by(|&a, &b| sims[b].total_cmp(&sims[a]).then(a.cmp(&b)));
+    order.truncate(count);
+    order
+}
+
+/// `v` as a list of `bits`-bit codes stores it, decoded and made unit length again: codes
+/// `round(v / s)` in `[−2^(bits−1), 2^(bits−1) − 1]` with `s = max |v| / (2^(bits−1) − 1)`.
+pub fn through_codes(v: &[f32], bits: u8) -> Vec<f32> {
+    let top = ((1i32 << (bits.clamp(2, 8) - 1)) - 1) as f32;
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 {
+        return v.to_vec();
+    }
+    let s = max / top;
+    let decoded: Vec<f32> = v.iter().map(|x| (x / s).round().clamp(-top - 1.0, top) * s).collect();
+    let norm = decoded.iter().map(|x| x * x).sum::<f32>().sqrt();
+    decoded.iter().map(|x| x / norm).collect()
+}
+
+impl PiecePlan {
+    /// Cuts `index` (which must hold its vectors) as `config` says.
+    pub fn new(index: &Index, config: &PieceConfig) -> PiecePlan {
+        let h = &index.header;
+        let dim = index.dim();
+        let n = h.chunks.len();
+        let k = if config.lists == 0 { auto_lists(n) } else { config.lists };
+        let (centroids, assign) = kmeans(&index.vectors, dim, k, config.iterations);
+        let mut lists = vec![Vec::new(); centroids.len() / dim.max(1)];
+        for (chunk, &list) in assign.iter().enumerate() {
+            lists[list as usize].push(chunk as u32);
+        }
+        let bm: &Bm25 = &h.bm25;
+        let terms = bm.terms.iter().zip(&bm.postings).map(|(t, p)| term_entry_bytes(t, p, &bm.doc_len)).enumerate();
+        let (lexical_first, mut lexical_bytes) = runs(terms, config.lexical_bytes);
+        // Chunks in order; a piece also carries the entry (path, title) of each page its chunks
+        // come from, so a long page spans pieces and a hit fetches only its own part of it.
+        let (mut content_first, mut content_bytes) = (Vec::new(), Vec::<usize>::new());
+        for (i, c) in h.chunks.iter().enumerate() {
+            let page = h.pages.get(c.page as usize).map_or(0, |p| p.path.len() + p.title.len() + p.host.len() + 16);
+            let vector = if config.list_bits < 8 { 4 + dim } else { 0 };
+            let size = c.section.len() + c.header.len() + c.content.len() + 4 * 4 + vector;
+            let same_page = i > 0 && h.chunks[i - 1].page == c.page;
+            match content_bytes.last_mut() {
+                Some(b) if *b + size + if same_page { 0 } else { page } <= config.content_bytes => {
+                    *b += size + if same_page { 0 } else { page }
+                }
+                _ => {
+                    content_first.push(i);
+                    content_bytes.push(size + page);
+                }
+            }
+        }
+        lexical_bytes.iter_mut().chain(&mut content_bytes).for_each(|b| *b += PIECE_OVERHEAD);
+        let list_bits = config.list_bits;
+        PiecePlan { dim, list_bits, centroids, lists, lexical_first, lexical_bytes, content_first, content_bytes }
+    }
+
+    /// Bytes of the head: the centroids (scale + 8-bit codes), each lexical piece's first term
+    /// and each content piece's first chunk, and the fixed fields (settings, counts, mean
+    /// length, build id), counted as 1 KB.
+    pub fn head_bytes(&self, bm: &Bm25) -> usize {
+        let first_terms: usize = self.lexical_first.iter().map(|&t| bm.terms.get(t).map_or(0, |t| t.len() + 1)).sum();
+        self.lists.len() * (4 + self.dim) + first_terms + self.content_first.len() * 4 + 1024
+    }
+
+    pub fn list_bytes(&self, list: usize) -> usize {
+        self.lists.get(list).map_or(0, |l| l.len() * list_entry_bytes(self.dim, self.list_bits) + PIECE_OVERHEAD)
+    }
+
+    /// The lexical piece holding term number `term` of the sorted vocabulary.
+    pub fn lexical_piece(&self, term: usize) -> usize {
+        self.lexical_first.partition_point(|&f| f <= term).saturating_sub(1)
+    }
+
+    /// The content piece holding `chunk`.
+    pub fn content_piece(&self, chunk: usize) -> usize {
+        self.content_first.partition_point(|&f| f <= chunk).saturating_sub(1)
+    }
+
+    /// The lexical pieces a query's terms fall in. A term the site does not have costs the piece
+    /// its range falls in too: that piece is what tells the reader the site lacks it (the gate's
+    /// foreign words).
+    pub fn lexical_pieces(&self, bm: &Bm25, query: &str) -> BTreeSet<usize> {
+        bm25::tokenize(query).iter().map(|t| self.lexical_piece(bm.terms.partition_point(|x| x < t))).collect()
+    }
+
+    /// The `nprobe` lists a query vector scans.
+    pub fn probe(&self, query: &[f32], nprobe: usize) -> Vec<usize> {
+        closest(query, &self.centroids, self.dim, nprobe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_cut_in_order_near_the_target_and_never_split_an_item() {
+        let (first, bytes) = runs([(0, 5), (1, 5), (2, 5), (3, 30), (4, 1)], 10);
+        assert_eq!(first, [0, 2, 3, 4]);
+        assert_eq!(bytes, [10, 5, 30, 1]);
+        assert_eq!(runs(std::iter::empty(), 10), (vec![], vec![]));
+    }
+
+    #[test]
+    fn varint_lengths() {
+        assert_eq!([0, 127, 128, 16_383, 16_384, u32::MAX].map(varint_len), [1, 1, 2, 2, 3, 5]);
+    }
+
+    #[test]
+    fn kmeans_separates_clear_clusters_and_is_deterministic() {
+        // Two tight groups around (1, 0) and (0, 1), interleaved in order.
+        let mut v = Vec::new();
+        for i in 0..20 {
+            let e = 0.01 * (i % 5) as f32;
+            let (x, y) = if i % 2 == 0 { (1.0, e) } else { (e, 1.0) };
+            let norm = (x * x + y * y).sqrt();
+            v.extend([x / norm, y / norm]);
+        }
+        let (c, a) = kmeans(&v, 2, 2, 10);
+        assert_eq!(kmeans(&v, 2, 2, 10), (c.clone(), a.clone()));
+        for i in 0..20 {
+            assert_eq!(a[i], a[i % 2], "row {i} joins the rows of its group");
+        }
+        assert_ne!(a[0], a[1]);
+        for row in c.chunks_exact(2) {
+            assert!((row[0] * row[0] + row[1] * row[1] - 1.0).abs() < 1e-5, "unit centroids");
+        }
+        assert_eq!(closest(&[0.0, 1.0], &c, 2, 2)[0], a[1] as usize);
+        // More lists than rows: one per row.
+        assert_eq!(kmeans(&v[..4], 2, 9, 3).1.len(), 2);
+    }
+
+    #[test]
+    fn four_bit_codes_keep_a_vector_close() {
+        let v: Vec<f32> = (0..384).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let v: Vec<f32> = v.iter().map(|x| x / norm).collect();
+        let four = through_codes(&v, 4);
+        assert!(1.0 - dot(&v, &four) < 0.01, "cosine distance {}", 1.0 - dot(&v, &four));
+        assert!(1.0 - dot(&v, &through_codes(&v, 8)) < 1e-4);
+        assert_eq!(through_codes(&[0.0, 0.0], 4), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn auto_lists_grow_with_the_square_root() {
+        assert_eq!([0, 1, 1_000, 100_000].map(auto_lists), [1, 1, 126, 1_265]);
+    }
+}
