@@ -409,3 +409,80 @@ fn the_piece_plan_cuts_every_chunk_and_term_once_and_probing_every_list_is_the_w
     let one = report("1");
     assert!(one[4].parse::<f64>().expect("overlap") < 0.9, "one list of 16 misses some of the dense top 20: {one:?}");
 }
+
+/// An index written in pieces (`needle::build::pieces::write`, read by
+/// `needle::query::pieces::Pieced`) answers every question of the fixture, answerable and
+/// out-of-domain, exactly as the whole index does when every list is probed: the same hits,
+/// distances, answer, cut and foreign words in every mode. A reader asks for what it lacks in
+/// at most two rounds (ranking pieces, then the shown hits' content), and a corrupt, truncated,
+/// mislabelled or foreign piece is refused by name while the reader keeps what it has.
+#[test]
+fn an_index_in_pieces_answers_as_the_whole_index() {
+    use needle::build::pieces::{self, PieceConfig, PiecePlan};
+    use needle::query::pieces::{seal_piece, PieceId, Pieced, HEAD_FILE};
+    use needle::query::search::{search, Mode, SearchOptions};
+    let idx = read_index(&built(false).index).expect("index");
+    let plan = PiecePlan::new(&idx, &PieceConfig { lists: 16, lexical_bytes: 8 * 1024, content_bytes: 4 * 1024, ..Default::default() });
+    let files = pieces::write(&idx, &plan, 16).expect("write the pieces");
+    assert_eq!(files.len(), 1 + plan.lexical_first.len() + 16 + plan.content_first.len());
+    let file = |name: &str| files.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone()).unwrap_or_else(|| panic!("no {name}"));
+    let emb = needle::build::LoadedModel::load(&needle::model::ModelFiles::locate().expect("model"))
+        .expect("model")
+        .embedder()
+        .expect("embedder");
+    let mut reader = Pieced::from_head(&file(HEAD_FILE), HEAD_FILE).expect("head");
+    let ask = |reader: &mut Pieced, q: &str, qv: Option<&needle::query::search::QueryVector>, opts: &SearchOptions| {
+        for round in 0..3 {
+            match reader.search(q, qv, opts) {
+                Ok(r) => return r,
+                Err(missing) => {
+                    assert!(round < 2 && !missing.is_empty(), "{q}: round {round} still lacks {missing:?}");
+                    for id in missing {
+                        reader.add(id, &file(&id.file_name()), &id.file_name()).expect("a good piece");
+                    }
+                }
+            }
+        }
+        unreachable!()
+    };
+    let (answerable, _) = queries();
+    for (id, q) in answerable.iter().chain(ood().iter()) {
+        let qv = emb.query(q).expect("embed");
+        for mode in [Mode::Hybrid, Mode::Bm25, Mode::Dense] {
+            let opts = SearchOptions { mode, k: 10, ..Default::default() };
+            let whole = search(&idx, q, Some(&qv), &opts);
+            let got = ask(&mut reader, q, Some(&qv), &opts);
+            assert_eq!(
+                (&got.hits, &got.answer, got.cut, &got.foreign),
+                (&whole.hits, &whole.answer, whole.cut, &whole.foreign),
+                "{id} {mode:?}"
+            );
+        }
+        // Without the model: lexical, the same chunks (distances unknown on both sides).
+        let whole = search(&idx, q, None, &SearchOptions::default());
+        let got = ask(&mut reader, q, None, &SearchOptions::default());
+        let chunks = |r: &needle::query::search::SearchResult| r.hits.iter().map(|h| h.chunk).collect::<Vec<_>>();
+        assert_eq!(chunks(&got), chunks(&whole), "{id} lexical");
+        assert!(got.answer.is_empty());
+    }
+
+    // Bad pieces, each refused with its file named; the reader keeps what it had.
+    let mut fresh = Pieced::from_head(&file(HEAD_FILE), HEAD_FILE).expect("head");
+    let good = file("terms-0.needle");
+    let mut corrupt = good.clone();
+    corrupt[good.len() / 2] ^= 0x40;
+    let refused = |r: Result<(), needle::query::index::IndexError>| r.expect_err("refused").to_string();
+    let e = refused(fresh.add(PieceId::Terms(0), &corrupt, "terms-0.needle"));
+    assert!(e.starts_with("terms-0.needle: checksum mismatch"), "{e}");
+    let e = refused(fresh.add(PieceId::Terms(0), &good[..good.len() - 9], "terms-0.needle"));
+    assert!(e.starts_with("terms-0.needle: truncated"), "{e}");
+    let e = refused(fresh.add(PieceId::Terms(1), &good, "terms-1.needle"));
+    assert!(e.contains("terms-1.needle") && e.contains("was asked for"), "{e}");
+    let e = refused(fresh.add(PieceId::Terms(0), &seal_piece(PieceId::Terms(0), [7; 8], &[0]), "terms-0.needle"));
+    assert!(e.contains("belongs to another build"), "{e}");
+    assert!(!fresh.has(PieceId::Terms(0)));
+    fresh.add(PieceId::Terms(0), &good, "terms-0.needle").expect("the good piece after the bad ones");
+    assert!(fresh.has(PieceId::Terms(0)));
+    let e = Pieced::from_head(&file("vectors-0.needle"), "vectors-0.needle").expect_err("a piece is not a head").to_string();
+    assert!(e.starts_with("vectors-0.needle: malformed"), "{e}");
+}

@@ -1,9 +1,10 @@
 //! An index cut into pieces that a browser fetches on demand, so a reader of a large site
 //! downloads what a query touches, not the site's whole index. This module is the plan: which
 //! chunk's vector goes to which inverted list, which terms' postings to which lexical piece,
-//! which pages' chunks to which content piece, each piece's encoded size, and what a query
-//! fetches under it. `needle pieces` reports a plan's costs and its recall against the whole
-//! index on real questions, which is how its parameters are chosen.
+//! which chunks to which content piece, each piece's encoded size, and what a query fetches
+//! under it; [`write()`] encodes the pieces in the format [`crate::query::pieces`] reads.
+//! `needle pieces` reports a plan's costs and its recall against the whole index on real
+//! questions, which is how its parameters are chosen.
 //!
 //! - **Dense side**: an inverted file (IVF, as FAISS's `IndexIVFFlat`). Spherical k-means over
 //!   the chunks' stored vectors gives `lists` unit centroids; every chunk belongs to the list
@@ -27,7 +28,8 @@
 //! piece, every term in exactly one lexical piece, and pieces follow term and chunk order.
 
 use crate::query::bm25::{self, Bm25};
-use crate::query::index::Index;
+use crate::query::index::{self, Index, IndexError};
+use crate::query::pieces::{self as format, ChunkRun, Head, PieceId};
 use crate::query::search::dot;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
@@ -66,10 +68,10 @@ pub fn list_entry_bytes(dim: usize, bits: u8) -> usize {
     4 + 4 + (dim * bits as usize).div_ceil(8)
 }
 
-/// What every piece carries besides its entries: magic, format, the build's id (so a piece
-/// of another build is refused), its own sha256 (so a corrupt piece is refused by name) and the
-/// end mark. The head then needs no checksum per piece.
-pub const PIECE_OVERHEAD: usize = 8 + 4 + 8 + 32 + 8;
+/// What every piece carries besides its entries ([`crate::query::pieces`]): magic, format, kind
+/// and number, the build's id (so a piece of another build is refused), its own sha256 (so a
+/// corrupt piece is refused by name) and the end mark. The head needs no checksum per piece.
+pub const PIECE_OVERHEAD: usize = crate::query::pieces::PIECE_FRAME;
 
 /// The cut of one index (module documentation).
 #[derive(Debug, Clone, PartialEq)]
@@ -195,6 +197,8 @@ impl PiecePlan {
         let n = h.chunks.len();
         let k = if config.lists == 0 { auto_lists(n) } else { config.lists };
         let (centroids, assign) = kmeans(&index.vectors, dim, k, config.iterations);
+        // As the head stores them (int8 codes and a scale), so the plan probes as a reader does.
+        let centroids: Vec<f32> = centroids.chunks_exact(dim.max(1)).flat_map(crate::query::index::quantized).collect();
         let mut lists = vec![Vec::new(); centroids.len() / dim.max(1)];
         for (chunk, &list) in assign.iter().enumerate() {
             lists[list as usize].push(chunk as u32);
@@ -258,6 +262,60 @@ impl PiecePlan {
     pub fn probe(&self, query: &[f32], nprobe: usize) -> Vec<usize> {
         closest(query, &self.centroids, self.dim, nprobe)
     }
+}
+
+/// The head and the pieces of `index` cut as `plan` says, with `nprobe` lists probed per query:
+/// (file name, bytes), the head first. Only 8-bit lists are written (4-bit ones are measured by
+/// `needle pieces --list-bits 4`, not yet a format).
+pub fn write(index: &Index, plan: &PiecePlan, nprobe: usize) -> Result<Vec<(String, Vec<u8>)>, IndexError> {
+    let h = &index.header;
+    let bm = &h.bm25;
+    let whole = index.to_bytes()?;
+    let mut build = [0u8; 8];
+    build.copy_from_slice(&index::stored_checksum(&whole).unwrap_or(&[0; 8])[..8]);
+    let rows: Vec<(f32, Vec<i8>)> = plan.centroids.chunks_exact(plan.dim.max(1)).map(index::quantize).collect();
+    let head = Head {
+        build,
+        stamp: h.stamp.clone(),
+        settings: h.settings.clone(),
+        site: h.site.clone(),
+        chunks: h.chunks.len() as u32,
+        avgdl: bm.avgdl(),
+        nprobe: nprobe.clamp(1, plan.lists.len().max(1)) as u32,
+        lexical_first: plan
+            .lexical_first
+            .iter()
+            .enumerate()
+            .map(|(p, &t)| if p == 0 { String::new() } else { bm.terms[t].clone() })
+            .collect(),
+        content_first: plan.content_first.iter().map(|&c| c as u32).collect(),
+        centroid_scales: rows.iter().map(|r| r.0).collect(),
+        centroid_codes: rows.into_iter().flat_map(|r| r.1).collect(),
+    };
+    let mut out = vec![(format::HEAD_FILE.to_string(), format::head_bytes(&head)?)];
+    let ends = |first: &[usize], p: usize, total: usize| first[p]..first.get(p + 1).copied().unwrap_or(total);
+    for p in 0..plan.lexical_first.len() {
+        let terms = ends(&plan.lexical_first, p, bm.terms.len()).map(|t| (bm.terms[t].as_str(), bm.postings[t].as_slice()));
+        let id = PieceId::Terms(p as u32);
+        out.push((id.file_name(), format::seal_piece(id, build, &format::terms_body(terms, &bm.doc_len))));
+    }
+    for (l, chunks) in plan.lists.iter().enumerate() {
+        let id = PieceId::Vectors(l as u32);
+        out.push((id.file_name(), format::seal_piece(id, build, &format::vectors_body(chunks, |c| index.vector(c).to_vec()))));
+    }
+    for p in 0..plan.content_first.len() {
+        let chunks: Vec<_> = h.chunks[ends(&plan.content_first, p, h.chunks.len())].to_vec();
+        let mut pages: Vec<(u32, index::PageEntry)> = Vec::new();
+        for c in &chunks {
+            if pages.last().is_none_or(|(n, _)| *n != c.page) {
+                pages.push((c.page, h.pages[c.page as usize].clone()));
+            }
+        }
+        let body = postcard::to_stdvec(&ChunkRun { pages, chunks }).map_err(|e| IndexError::Encode { reason: e.to_string() })?;
+        let id = PieceId::Chunks(p as u32);
+        out.push((id.file_name(), format::seal_piece(id, build, &body)));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -54,6 +54,26 @@ pub const STOP_WORDS: &[&str] = &[
     "using", "very", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
 ];
 
+/// idf of a term found in `df` of `n` chunks: ln(1 + (N − n + 0.5)/(n + 0.5)).
+pub(crate) fn idf(n: usize, df: usize) -> f32 {
+    let (n, df) = (n as f32, df as f32);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// One posting's share of a chunk's score: a term of weight `idf` found `tf` times in a chunk
+/// of `dl` tokens, where chunks have `avgdl` tokens on average.
+pub(crate) fn score(idf: f32, tf: u32, dl: u32, avgdl: f32) -> f32 {
+    let (tf, dl, avgdl) = (tf as f32, dl as f32, avgdl.max(f32::MIN_POSITIVE));
+    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+}
+
+/// Accumulated scores as a ranking: best first, ties by chunk.
+pub(crate) fn ranked(scores: HashMap<u32, f32>) -> Vec<(usize, f32)> {
+    let mut ranked: Vec<(usize, f32)> = scores.into_iter().map(|(d, s)| (d as usize, s)).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+}
+
 /// The statistics BM25 needs, as stored in the index.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bm25 {
@@ -97,7 +117,8 @@ impl Bm25 {
         self.doc_len.is_empty()
     }
 
-    fn avgdl(&self) -> f32 {
+    /// The mean token count of a chunk, as every score uses it.
+    pub fn avgdl(&self) -> f32 {
         if self.doc_len.is_empty() {
             return 0.0;
         }
@@ -105,30 +126,24 @@ impl Bm25 {
     }
 
     pub(crate) fn idf(&self, df: usize) -> f32 {
-        let n = self.doc_len.len() as f32;
-        let df = df as f32;
-        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        idf(self.doc_len.len(), df)
     }
 
     /// Scores of every chunk that shares a term with the query, best first (ties by chunk).
     /// A query term repeated counts once per occurrence, as in the classic formula's sum.
     pub fn rank(&self, query: &str) -> Vec<(usize, f32)> {
-        let avgdl = self.avgdl().max(f32::MIN_POSITIVE);
+        let avgdl = self.avgdl();
         let mut scores: HashMap<u32, f32> = HashMap::new();
         for term in tokenize(query) {
             let Ok(t) = self.terms.binary_search(&term) else { continue };
             let postings = &self.postings[t];
             let idf = self.idf(postings.len());
             for &(doc, tf) in postings {
-                let tf = tf as f32;
-                let dl = self.doc_len.get(doc as usize).copied().unwrap_or(0) as f32;
-                let s = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl));
-                *scores.entry(doc).or_default() += s;
+                let dl = self.doc_len.get(doc as usize).copied().unwrap_or(0);
+                *scores.entry(doc).or_default() += score(idf, tf, dl, avgdl);
             }
         }
-        let mut ranked: Vec<(usize, f32)> = scores.into_iter().map(|(d, s)| (d as usize, s)).collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked
+        ranked(scores)
     }
 
     /// The query's words worth marking in a result: its tokens (by [`tokenize`], the rule BM25

@@ -78,6 +78,10 @@ pub enum IndexError {
     TokenizerMismatch { file: String, index_sha: String, given_sha: String },
     #[error("{file}: these vectors belong to another index (index checksum {theirs}, this index is {ours})")]
     VectorsMismatch { file: String, theirs: String, ours: String },
+    #[error(
+        "{file}: this piece belongs to another build of the index (build {theirs}, the head's is {ours}); fetch the pieces of one build"
+    )]
+    PieceMismatch { file: String, theirs: String, ours: String },
 }
 
 /// What produced the vectors. Two indexes (or an index and a model) with different stamps

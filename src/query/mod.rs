@@ -7,4 +7,5 @@ pub mod bm25;
 pub mod cite;
 pub mod fuse;
 pub mod index;
+pub mod pieces;
 pub mod search;

@@ -90,12 +90,17 @@ pub struct QueryVector {
 /// out-of-domain question usually names such a thing ("tokio", "PyO3"); a reader describing a
 /// symptom in plain words rarely does.
 pub fn foreign_words(index: &Index, query: &str, q: &QueryVector) -> Vec<String> {
+    foreign_in(|t| index.header.bm25.terms.binary_search_by(|x| x.as_str().cmp(t)).is_ok(), query, q)
+}
+
+/// [`foreign_words`] over any vocabulary: `has_term` says whether the site holds a token.
+pub(crate) fn foreign_in(has_term: impl Fn(&str) -> bool, query: &str, q: &QueryVector) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for t in bm25::tokenize(query) {
         if out.contains(&t) || bm25::STOP_WORDS.binary_search(&t.as_str()).is_ok() || !q.unknown_to_model.contains(&t) {
             continue;
         }
-        if index.header.bm25.terms.binary_search(&t).is_err() {
+        if !has_term(&t) {
             out.push(t);
         }
     }
@@ -133,11 +138,25 @@ pub fn now_ms() -> f64 {
 }
 
 impl Index {
-    /// Chunk `chunk` as a hit at `rank` (1-based): the one place a `Hit` is made from the index.
+    /// Chunk `chunk` as a hit at `rank` (1-based).
     pub fn hit(&self, chunk: usize, distance: f32, rank: usize) -> Option<Hit> {
         let c = self.header.chunks.get(chunk)?;
         let page = self.header.pages.get(c.page as usize)?;
-        Some(Hit {
+        Some(Hit::new(page, c, chunk, distance, rank))
+    }
+}
+
+impl Hit {
+    /// Chunk number `chunk`, entry `c` of `page`, as a hit at `rank` (1-based): the one place a
+    /// `Hit` is made, from a whole index or from its pieces.
+    pub(crate) fn new(
+        page: &crate::query::index::PageEntry,
+        c: &crate::query::index::ChunkEntry,
+        chunk: usize,
+        distance: f32,
+        rank: usize,
+    ) -> Hit {
+        Hit {
             chunk,
             page: page.path.clone(),
             kind: c.locator.kind().to_string(),
@@ -148,7 +167,7 @@ impl Index {
             content: c.content.clone(),
             distance,
             rank,
-        })
+        }
     }
 }
 
@@ -188,51 +207,135 @@ pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
     index.vectors.chunks_exact(d).map(|v| cosine_distance(v, query)).collect()
 }
 
+/// Where the two rankings of a query come from: a whole index, or the pieces of one that a
+/// browser fetched (`query::pieces`). [`rank`] is the one search over either.
+pub(crate) trait Source {
+    fn settings(&self) -> &Settings;
+    /// The model's dimension (a query vector of another length ranks nothing).
+    fn dim(&self) -> usize;
+    /// The BM25 ranking of every chunk that shares a term with the query, best first.
+    fn lexical(&self, query: &str) -> Vec<usize>;
+    /// Whether the site's vocabulary holds `term` (a token as [`bm25::tokenize`] makes it).
+    fn has_term(&self, term: &str) -> bool;
+    /// The chunks this source can score against `query`, nearest first, and their distances;
+    /// `None` when it holds no vectors.
+    fn dense(&self, query: &[f32]) -> Option<Dense>;
+}
+
+/// A dense ranking: the chunks scored, nearest first, with their cosine distances.
+pub(crate) struct Dense {
+    pub order: Vec<usize>,
+    pub distances: Distances,
+}
+
+/// Cosine distances of the chunks a dense ranking scored.
+pub(crate) enum Distances {
+    /// Of every chunk, by chunk number (a whole index).
+    Every(Vec<f32>),
+    /// Of some chunks (the lists a query probed); any other chunk's is unknown.
+    Probed(std::collections::HashMap<usize, f32>),
+}
+
+impl Distances {
+    /// The distance of `chunk`, NaN when unknown (NaN never passes the gate).
+    fn of(&self, chunk: usize) -> f32 {
+        match self {
+            Distances::Every(d) => d.get(chunk).copied(),
+            Distances::Probed(d) => d.get(&chunk).copied(),
+        }
+        .unwrap_or(f32::NAN)
+    }
+}
+
+/// A query ranked and gated, before its hits are made: what [`rank`] decides.
+pub(crate) struct Ranked {
+    /// The hits to show, in rank order: (chunk, cosine distance).
+    pub shown: Vec<(usize, f32)>,
+    pub answer: Vec<usize>,
+    pub mode: Mode,
+    pub cut: f32,
+    pub foreign: Vec<String>,
+    pub timings: Timings,
+}
+
+impl Source for Index {
+    fn settings(&self) -> &Settings {
+        &self.header.settings
+    }
+
+    fn dim(&self) -> usize {
+        Index::dim(self)
+    }
+
+    fn lexical(&self, query: &str) -> Vec<usize> {
+        self.header.bm25.rank(query).into_iter().map(|(c, _)| c).collect()
+    }
+
+    fn has_term(&self, term: &str) -> bool {
+        self.header.bm25.terms.binary_search_by(|x| x.as_str().cmp(term)).is_ok()
+    }
+
+    fn dense(&self, query: &[f32]) -> Option<Dense> {
+        // The lexical part of a split index has no vectors to rank by yet: as without the model.
+        if !self.has_vectors() {
+            return None;
+        }
+        let dist = distances(self, query);
+        let mut order: Vec<usize> = (0..dist.len()).collect();
+        order.sort_unstable_by(|&a, &b| dist[a].total_cmp(&dist[b]).then(a.cmp(&b)));
+        Some(Dense { order, distances: Distances::Every(dist) })
+    }
+}
+
 /// Searches a loaded index. `query_vec` is the query as the model saw it; without it (the
 /// model is not loaded yet) only BM25 can rank, distances are unknown (NaN) and nothing passes
 /// the gate, whatever mode was asked for.
 pub fn search(index: &Index, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
-    // The lexical part of a split index has no vectors to rank by yet: as without the model.
-    let qv = query_vec.filter(|_| index.has_vectors());
-    let query_vec = qv.map(|q| q.vector.as_slice());
+    let r = rank(index, query, query_vec, opts);
+    let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| index.hit(c, d, i + 1)).collect();
+    SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings }
+}
+
+/// The search of [`search`] over any [`Source`]: both rankings, their fusion and the gate.
+pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> Ranked {
+    let settings = source.settings();
     let mut timings = Timings::default();
-    let foreign = qv.map(|q| foreign_words(index, query, q)).unwrap_or_default();
-    let cut = opts.cut.unwrap_or_else(|| index.header.settings.cut_for(foreign.len()));
 
     let t = now_ms();
-    let bm25: Vec<usize> = index.header.bm25.rank(query).into_iter().map(|(c, _)| c).collect();
+    let lexical = source.lexical(query);
     timings.bm25 = now_ms() - t;
 
     let t = now_ms();
-    let dist = query_vec.filter(|q| q.len() == index.dim()).map(|q| distances(index, q));
-    let dense: Vec<usize> = match &dist {
-        Some(dist) => {
-            let mut order: Vec<usize> = (0..dist.len()).collect();
-            order.sort_unstable_by(|&a, &b| dist[a].total_cmp(&dist[b]).then(a.cmp(&b)));
-            order
-        }
-        None => Vec::new(),
-    };
+    let dense = query_vec.filter(|q| q.vector.len() == source.dim()).and_then(|q| source.dense(&q.vector));
     timings.dense = now_ms() - t;
 
-    let mode = if dist.is_none() { Mode::Bm25 } else { opts.mode };
+    // Foreign words ask the model's vocabulary too: only a query the model saw has them.
+    let foreign = match (&dense, query_vec) {
+        (Some(_), Some(q)) => foreign_in(|t| source.has_term(t), query, q),
+        _ => Vec::new(),
+    };
+    let cut = opts.cut.unwrap_or_else(|| settings.cut_for(foreign.len()));
+
+    let mode = if dense.is_none() { Mode::Bm25 } else { opts.mode };
     let t = now_ms();
+    let empty = Vec::new();
+    let dense_order = dense.as_ref().map_or(&empty, |d| &d.order);
     let ranking: Vec<usize> = match mode {
-        Mode::Bm25 => bm25,
-        Mode::Dense => dense,
-        Mode::Hybrid => fuse::rrf(&[&bm25, &dense]).into_iter().map(|(c, _)| c).collect(),
+        Mode::Bm25 => lexical,
+        Mode::Dense => dense_order.clone(),
+        Mode::Hybrid => fuse::rrf(&[&lexical, dense_order]).into_iter().map(|(c, _)| c).collect(),
     };
     timings.fuse = now_ms() - t;
 
     // The gate walks the index's depth whatever k is asked for, so the CLI, the widget, the API
     // and eval give one question one answer; the hits shown reach at least the last answer.
-    let depth = index.header.settings.gate_depth as usize;
-    let distance = |c: usize| dist.as_ref().and_then(|d| d.get(c).copied()).unwrap_or(f32::NAN);
+    let depth = settings.gate_depth as usize;
+    let distance = |c: usize| dense.as_ref().map_or(f32::NAN, |d| d.distances.of(c));
     let walked: Vec<f32> = ranking.iter().take(depth).map(|&c| distance(c)).collect();
     let answer = gate_distances(&walked, cut, opts.max_chunks);
     let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
-    let hits: Vec<Hit> = ranking.iter().take(shown).enumerate().filter_map(|(i, &c)| index.hit(c, distance(c), i + 1)).collect();
-    SearchResult { hits, answer, mode, cut, foreign, timings }
+    let shown = ranking.iter().take(shown).map(|&c| (c, distance(c))).collect();
+    Ranked { shown, answer, mode, cut, foreign, timings }
 }
 
 /// Walks the ranking top-down and keeps at most `max_chunks` hits whose cosine distance is

@@ -17,8 +17,12 @@ pub struct PiecesArgs {
     pub index: std::path::PathBuf,
     /// Questions, one JSON object a line: `{"query"}`, or a question set's `{"q_doc","q_ticket"}`
     /// (both asked; with its `"needle"`, recall@20 is reported too).
-    #[arg(long)]
-    pub questions: std::path::PathBuf,
+    #[arg(long, required_unless_present = "write")]
+    pub questions: Option<std::path::PathBuf>,
+    /// Also write the head and the pieces into DIR (8-bit lists; the head probes the first
+    /// --nprobe value).
+    #[arg(long, value_name = "DIR")]
+    pub write: Option<std::path::PathBuf>,
     /// Inverted lists (default: about 4 √chunks).
     #[arg(long, default_value_t = 0)]
     pub lists: usize,
@@ -71,6 +75,8 @@ struct Row {
     /// Bytes of the first query by kind: lexical pieces, lists, content pieces (sums).
     kinds: [usize; 3],
     further: Vec<usize>,
+    /// Bytes of the further queries by kind (sums).
+    further_kinds: [usize; 3],
     dense_overlap: f64,
     hybrid_overlap: f64,
     same_answer: usize,
@@ -113,7 +119,19 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
     println!("lexical    {} pieces, {} in all", plan.lexical_first.len(), kb(plan.lexical_bytes.iter().sum()));
     println!("content    {} pieces, {} in all", plan.content_first.len(), kb(plan.content_bytes.iter().sum()));
 
-    let qs = questions(&args.questions)?;
+    if let Some(dir) = &args.write {
+        let nprobe = args.nprobe.first().copied().unwrap_or(1);
+        anyhow::ensure!(args.list_bits == 8, "--write writes 8-bit lists only");
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+        let files = pieces::write(index, &plan, nprobe)?;
+        let bytes: usize = files.iter().map(|(_, b)| b.len()).sum();
+        for (name, b) in &files {
+            std::fs::write(dir.join(name), b).with_context(|| format!("{}", dir.join(name).display()))?;
+        }
+        println!("written    {} files, {} in {} (head {})", files.len(), kb(bytes), dir.display(), kb(files[0].1.len()));
+    }
+    let Some(questions_file) = &args.questions else { return Ok(()) };
+    let qs = questions(questions_file)?;
     // What the lists rank by: the index's vectors, or those vectors through coarser codes.
     let coded: Option<Vec<f32>> =
         (args.list_bits < 8).then(|| index.vectors.chunks_exact(plan.dim).flat_map(|v| pieces::through_codes(v, args.list_bits)).collect());
@@ -176,14 +194,18 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
                 row.kinds[*kind as usize] += bytes;
             }
             if qi > 0 {
-                row.further.push(pieces.iter().filter(|(id, _)| !cache.contains(*id)).map(|(_, b)| b).sum());
+                let new: Vec<(&(u8, usize), &usize)> = pieces.iter().filter(|(id, _)| !cache.contains(*id)).collect();
+                row.further.push(new.iter().map(|(_, b)| **b).sum());
+                for ((kind, _), bytes) in new {
+                    row.further_kinds[*kind as usize] += bytes;
+                }
             }
             cache.extend(pieces.keys().copied());
         }
     }
     let n = qs.len().max(1) as f64;
     println!("\n{} questions, asked in file order as one reader's session; bytes are uncompressed", qs.len());
-    println!("| nprobe | first query (median / max) | of it, mean: head + lexical + lists + content | further query (mean) | dense top-20 vs exact | hybrid top-20 vs exact | same gate answer | hybrid R@20 exact → pieces | dense R@20 exact → pieces |");
+    println!("| nprobe | first query (median / max) | of it, mean: head + lexical + lists + content | further query, mean: lexical + lists + content | dense top-20 vs exact | hybrid top-20 vs exact | same gate answer | hybrid R@20 exact → pieces | dense R@20 exact → pieces |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for (&nprobe, row) in args.nprobe.iter().zip(&mut rows) {
         row.first.sort_unstable();
@@ -197,7 +219,7 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
             }
         };
         println!(
-            "| {nprobe} | {} / {} | {} + {} + {} + {} | {} | {:.3} | {:.3} | {}/{} | {} | {} |",
+            "| {nprobe} | {} / {} | {} + {} + {} + {} | {}: {} + {} + {} | {:.3} | {:.3} | {}/{} | {} | {} |",
             kb(row.first.get(row.first.len() / 2).copied().unwrap_or(0)),
             kb(row.first.last().copied().unwrap_or(0)),
             kb(head),
@@ -205,6 +227,9 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
             kb(row.kinds[1] / qs.len().max(1)),
             kb(row.kinds[2] / qs.len().max(1)),
             kb(further as usize),
+            kb(row.further_kinds[0] / row.further.len().max(1)),
+            kb(row.further_kinds[1] / row.further.len().max(1)),
+            kb(row.further_kinds[2] / row.further.len().max(1)),
             row.dense_overlap / n,
             row.hybrid_overlap / n,
             row.same_answer,
