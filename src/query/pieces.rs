@@ -323,11 +323,15 @@ impl Pieced {
                 }
                 let scales = r.take(count * 4).map_err(&malformed)?;
                 let codes = r.take(count * dim).map_err(&malformed)?;
+                let scale = |s: &[u8]| f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                if let Some(bad) = scales.chunks_exact(4).map(scale).find(|s| !s.is_finite() || *s < 0.0) {
+                    return Err(malformed(format!("vector scale {bad}")));
+                }
                 let vectors = scales
                     .chunks_exact(4)
                     .zip(codes.chunks_exact(dim))
                     .flat_map(|(s, row)| {
-                        let s = f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                        let s = scale(s);
                         row.iter().map(move |&c| f32::from(c as i8) * s)
                     })
                     .collect();
