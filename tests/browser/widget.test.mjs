@@ -63,7 +63,11 @@ describe("the widget", () => {
     assert.ok(lexical.hits.length > 0, "keyword hits while the model is held");
     assert.equal(await page.locator("needle-search .panel").getAttribute("data-state"), "lexical");
     assert.ok(await page.locator("needle-search [role=option]").count() > 0);
-    assert.equal(await page.locator("needle-search [role=progressbar]").isVisible(), true, "model progress is shown");
+    // The bar shows at the first progress event of a semantic file (the vectors and tokenizer run
+    // while the engine and model are held), which may come a moment after the lexical answer.
+    const bar = page.locator("needle-search [role=progressbar]");
+    await bar.waitFor({ state: "visible", timeout: 10_000 }).catch(() => {});
+    assert.equal(await bar.isVisible(), true, "model progress is shown while the model is held");
     release();
     await engineReady(page);
     await page.waitForFunction(() => document.querySelector("needle-search").lastResult?.mode === "hybrid");
