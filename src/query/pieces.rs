@@ -121,6 +121,14 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// Nothing may follow the entries.
+    fn finished(&self) -> Result<(), String> {
+        match self.bytes.len() - self.at {
+            0 => Ok(()),
+            n => Err(format!("{n} bytes after the entries")),
+        }
+    }
+
     fn varint(&mut self) -> Result<u32, String> {
         let mut v: u64 = 0;
         for shift in (0..35).step_by(7) {
@@ -310,6 +318,7 @@ impl Pieced {
                 if !terms.windows(2).all(|w| w[0].0 < w[1].0) {
                     return Err(malformed("terms are not sorted".into()));
                 }
+                r.finished().map_err(&malformed)?;
                 self.terms.insert(p, terms);
             }
             PieceId::Vectors(l) => {
@@ -335,6 +344,7 @@ impl Pieced {
                         row.iter().map(move |&c| f32::from(c as i8) * s)
                     })
                     .collect();
+                r.finished().map_err(&malformed)?;
                 self.vectors.insert(l, (chunks, vectors));
             }
             PieceId::Chunks(p) => {
@@ -354,9 +364,6 @@ impl Pieced {
                 }
                 self.chunks.insert(p, run);
             }
-        }
-        if r.at != r.bytes.len() && !matches!(id, PieceId::Chunks(_)) {
-            return Err(malformed(format!("{} bytes after the entries", r.bytes.len() - r.at)));
         }
         Ok(())
     }
