@@ -30,7 +30,6 @@
 use crate::query::bm25::{self, Bm25};
 use crate::query::index::{self, Index, IndexError};
 use crate::query::pieces::{self as format, ChunkRun, Head, PieceId};
-use crate::query::search::dot;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 
@@ -163,16 +162,7 @@ pub fn kmeans(vectors: &[f32], dim: usize, k: usize, iterations: usize) -> (Vec<
 
 /// The nearest centroid (largest dot product, the lower number on a tie) of every row.
 fn nearest(vectors: &[f32], dim: usize, centroids: &[f32]) -> Vec<u32> {
-    vectors.par_chunks_exact(dim).map(|v| closest(v, centroids, dim, 1)[0] as u32).collect()
-}
-
-/// The `count` centroids nearest to `v`, nearest first (the lower number on a tie).
-pub fn closest(v: &[f32], centroids: &[f32], dim: usize, count: usize) -> Vec<usize> {
-    let sims: Vec<f32> = centroids.chunks_exact(dim.max(1)).map(|c| dot(v, c)).collect();
-    let mut order: Vec<usize> = (0..sims.len()).collect();
-    order.sort_unstable_by(|&a, &b| sims[b].total_cmp(&sims[a]).then(a.cmp(&b)));
-    order.truncate(count);
-    order
+    vectors.par_chunks_exact(dim).map(|v| format::closest(v, centroids, dim, 1)[0] as u32).collect()
 }
 
 /// `v` as a list of `bits`-bit codes stores it, decoded and made unit length again: codes
@@ -260,7 +250,7 @@ impl PiecePlan {
 
     /// The `nprobe` lists a query vector scans.
     pub fn probe(&self, query: &[f32], nprobe: usize) -> Vec<usize> {
-        closest(query, &self.centroids, self.dim, nprobe)
+        format::closest(query, &self.centroids, self.dim, nprobe)
     }
 }
 
@@ -301,7 +291,7 @@ pub fn write(index: &Index, plan: &PiecePlan, nprobe: usize) -> Result<Vec<(Stri
     }
     for (l, chunks) in plan.lists.iter().enumerate() {
         let id = PieceId::Vectors(l as u32);
-        out.push((id.file_name(), format::seal_piece(id, build, &format::vectors_body(chunks, |c| index.vector(c).to_vec()))));
+        out.push((id.file_name(), format::seal_piece(id, build, &format::vectors_body(chunks, |c| index.vector(c)))));
     }
     for p in 0..plan.content_first.len() {
         let chunks: Vec<_> = h.chunks[ends(&plan.content_first, p, h.chunks.len())].to_vec();
@@ -321,6 +311,7 @@ pub fn write(index: &Index, plan: &PiecePlan, nprobe: usize) -> Result<Vec<(Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::search::dot;
 
     #[test]
     fn runs_cut_in_order_near_the_target_and_never_split_an_item() {
@@ -354,7 +345,7 @@ mod tests {
         for row in c.chunks_exact(2) {
             assert!((row[0] * row[0] + row[1] * row[1] - 1.0).abs() < 1e-5, "unit centroids");
         }
-        assert_eq!(closest(&[0.0, 1.0], &c, 2, 2)[0], a[1] as usize);
+        assert_eq!(format::closest(&[0.0, 1.0], &c, 2, 2)[0], a[1] as usize);
         // More lists than rows: one per row.
         assert_eq!(kmeans(&v[..4], 2, 9, 3).1.len(), 2);
     }

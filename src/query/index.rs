@@ -394,14 +394,7 @@ impl Index {
 
     /// Scales, then codes (formats 2 and later).
     fn write_vector_block(&self, out: &mut Vec<u8>) {
-        let dim = self.dim().max(1);
-        let rows: Vec<(f32, Vec<i8>)> = self.vectors.chunks(dim).map(quantize).collect();
-        for (scale, _) in &rows {
-            out.extend_from_slice(&scale.to_le_bytes());
-        }
-        for (_, codes) in &rows {
-            out.extend(codes.iter().map(|&c| c as u8));
-        }
+        write_vector_block(self.vectors.chunks(self.dim().max(1)), out);
     }
 
     /// Attaches the vectors file of a split index; `index_checksum` is [`stored_checksum`] of
@@ -561,14 +554,25 @@ pub fn stored_checksum(bytes: &[u8]) -> Option<&[u8]> {
 }
 
 /// Appends the sha256 of `out` and the end marker.
-fn seal(out: &mut Vec<u8>) {
+pub(crate) fn seal(out: &mut Vec<u8>) {
     let digest = Sha256::digest(&*out);
     out.extend_from_slice(&digest);
     out.extend_from_slice(END_MAGIC);
 }
 
+/// `rows` as a vector block: each row's scale, then each row's int8 codes ([`quantize`]).
+pub(crate) fn write_vector_block<'a>(rows: impl Iterator<Item = &'a [f32]>, out: &mut Vec<u8>) {
+    let rows: Vec<(f32, Vec<i8>)> = rows.map(quantize).collect();
+    for (scale, _) in &rows {
+        out.extend_from_slice(&scale.to_le_bytes());
+    }
+    for (_, codes) in &rows {
+        out.extend(codes.iter().map(|&c| c as u8));
+    }
+}
+
 /// `n` vectors of dimension `dim` from a block of scales then int8 codes.
-fn read_vector_block(raw: &[u8], n: usize, dim: usize) -> Result<Vec<f32>, String> {
+pub(crate) fn read_vector_block(raw: &[u8], n: usize, dim: usize) -> Result<Vec<f32>, String> {
     let expected = dim.checked_add(4).and_then(|row| row.checked_mul(n));
     if expected != Some(raw.len()) {
         return Err(format!("vector block of {} bytes for {n} chunks of dimension {dim}", raw.len()));

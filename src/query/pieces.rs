@@ -23,7 +23,9 @@
 //! list probed, a search over pieces is the whole index's search.
 
 use crate::query::bm25;
-use crate::query::index::{hex, quantize, ChunkEntry, IndexError, PageEntry, Settings, Stamp, END_MAGIC};
+use crate::query::index::{
+    hex, read_vector_block, seal, write_vector_block, ChunkEntry, IndexError, PageEntry, Settings, Stamp, END_MAGIC,
+};
 use crate::query::search::{self, Dense, Distances, Hit, QueryVector, SearchOptions, SearchResult, Source};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -164,7 +166,7 @@ pub fn terms_body<'a>(terms: impl IntoIterator<Item = (&'a str, &'a [(u32, u32)]
 
 /// Encodes the vectors of `chunks` (ascending) as an inverted list's body: chunk deltas, then
 /// each vector's scale, then its int8 codes.
-pub fn vectors_body(chunks: &[u32], vector: impl Fn(usize) -> Vec<f32>) -> Vec<u8> {
+pub fn vectors_body<'a>(chunks: &[u32], vector: impl Fn(usize) -> &'a [f32]) -> Vec<u8> {
     let mut out = Vec::new();
     push_varint(&mut out, chunks.len() as u32);
     let mut last = 0;
@@ -172,14 +174,18 @@ pub fn vectors_body(chunks: &[u32], vector: impl Fn(usize) -> Vec<f32>) -> Vec<u
         push_varint(&mut out, c - last);
         last = c;
     }
-    let rows: Vec<(f32, Vec<i8>)> = chunks.iter().map(|&c| quantize(&vector(c as usize))).collect();
-    for (scale, _) in &rows {
-        out.extend_from_slice(&scale.to_le_bytes());
-    }
-    for (_, codes) in &rows {
-        out.extend(codes.iter().map(|&c| c as u8));
-    }
+    write_vector_block(chunks.iter().map(|&c| vector(c as usize)), &mut out);
     out
+}
+
+/// The `count` centroids (rows of `centroids`) nearest to `v`, nearest first (the lower number
+/// on a tie): the lists a query probes, and at build time the list a chunk joins.
+pub fn closest(v: &[f32], centroids: &[f32], dim: usize, count: usize) -> Vec<usize> {
+    let sims: Vec<f32> = centroids.chunks_exact(dim.max(1)).map(|c| search::dot(v, c)).collect();
+    let mut order: Vec<usize> = (0..sims.len()).collect();
+    order.sort_unstable_by(|&a, &b| sims[b].total_cmp(&sims[a]).then(a.cmp(&b)));
+    order.truncate(count);
+    order
 }
 
 /// Wraps a body as piece `id` of build `build`.
@@ -205,12 +211,6 @@ pub fn head_bytes(head: &Head) -> Result<Vec<u8>, IndexError> {
     out.extend_from_slice(&body);
     seal(&mut out);
     Ok(out)
-}
-
-fn seal(out: &mut Vec<u8>) {
-    let digest = Sha256::digest(&*out);
-    out.extend_from_slice(&digest);
-    out.extend_from_slice(END_MAGIC);
 }
 
 /// Checks a file's frame (magic, end mark, format, sha256) and returns what lies between the
@@ -330,20 +330,9 @@ impl Pieced {
                     chunk = chunk.checked_add(r.varint().map_err(&malformed)?).ok_or_else(|| malformed("chunk overflow".into()))?;
                     chunks.push(in_range(chunk).map_err(&malformed)?);
                 }
-                let scales = r.take(count * 4).map_err(&malformed)?;
-                let codes = r.take(count * dim).map_err(&malformed)?;
-                let scale = |s: &[u8]| f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
-                if let Some(bad) = scales.chunks_exact(4).map(scale).find(|s| !s.is_finite() || *s < 0.0) {
-                    return Err(malformed(format!("vector scale {bad}")));
-                }
-                let vectors = scales
-                    .chunks_exact(4)
-                    .zip(codes.chunks_exact(dim))
-                    .flat_map(|(s, row)| {
-                        let s = scale(s);
-                        row.iter().map(move |&c| f32::from(c as i8) * s)
-                    })
-                    .collect();
+                // The index file's vector block: scales, then codes (a bad scale is refused there).
+                let block = r.take(count.saturating_mul(4 + dim)).map_err(&malformed)?;
+                let vectors = read_vector_block(block, count, dim).map_err(&malformed)?;
                 r.finished().map_err(&malformed)?;
                 self.vectors.insert(l, (chunks, vectors));
             }
@@ -378,12 +367,7 @@ impl Pieced {
 
     /// The lists a query vector probes: the head's `nprobe` nearest centroids.
     pub fn probe(&self, query: &[f32]) -> Vec<u32> {
-        let dim = self.dim();
-        let sims: Vec<f32> = self.centroids.chunks_exact(dim).map(|c| search::dot(query, c)).collect();
-        let mut order: Vec<u32> = (0..sims.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| sims[b as usize].total_cmp(&sims[a as usize]).then(a.cmp(&b)));
-        order.truncate(self.head.nprobe as usize);
-        order
+        closest(query, &self.centroids, self.dim(), self.head.nprobe as usize).into_iter().map(|l| l as u32).collect()
     }
 
     /// The pieces a query needs to be ranked that this reader does not have yet: the lexical

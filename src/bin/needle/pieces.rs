@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result};
 use needle::build::pieces::{self, PieceConfig, PiecePlan};
+use needle::doc::text::normalize_for_match;
 use needle::embed::Embedder;
 use needle::query::fuse;
 use needle::query::index::Index;
@@ -52,7 +53,7 @@ fn questions(path: &Path) -> Result<Vec<Question>> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).with_context(|| format!("{} line {}", path.display(), i + 1))?;
-        let needle = v["needle"].as_str().map(normalise);
+        let needle = v["needle"].as_str().map(normalize_for_match);
         let asked: Vec<&str> = ["query", "q_doc", "q_ticket"].iter().filter_map(|f| v[*f].as_str()).collect();
         anyhow::ensure!(!asked.is_empty(), "{} line {}: no query, q_doc or q_ticket", path.display(), i + 1);
         out.extend(asked.into_iter().map(|q| Question { text: q.to_string(), needle: needle.clone() }));
@@ -60,13 +61,9 @@ fn questions(path: &Path) -> Result<Vec<Question>> {
     Ok(out)
 }
 
-fn normalise(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
-}
-
 /// Which of `ranking`'s first 20 chunks hold the needle: recall@20 of one question.
 fn found(index: &Index, ranking: &[usize], needle: &str) -> bool {
-    ranking.iter().take(20).any(|&c| normalise(&index.header.chunks[c].content).contains(needle))
+    ranking.iter().take(20).any(|&c| normalize_for_match(&index.header.chunks[c].content).contains(needle))
 }
 
 #[derive(Default)]
