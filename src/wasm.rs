@@ -2,7 +2,10 @@
 //! `embed` and `cite` functions the CLI calls. Built without the `embed` feature it is the
 //! lexical core: the same `Engine` with no `loadModel` (and no tract or tokenizer in the binary). It does no I/O: JavaScript fetches the index,
 //! model and tokenizer bytes and hands them over (lexical search works as soon as the index
-//! is in; hybrid once the model is).
+//! is in; hybrid once the model is). An index in pieces (`query::pieces`) opens from its head
+//! (`Engine.fromHead`); a search then answers `{"missing": [files]}` until JavaScript has
+//! handed over (`addPiece`) the pieces it names, and the query's embedding is kept meanwhile so
+//! the model runs once per query.
 //! Invariants: a model whose sha256 differs from the index's stamp is refused; results cross
 //! into JavaScript as JSON text (one `JSON.parse`, no second serialiser in the binary, and an
 //! unknown distance becomes `null`). The shape of that JSON is typed once, for the API users
@@ -13,9 +16,11 @@ use crate::doc::canonical::{Canonicalizer, Source, CONTENT_ROOT_SELECTORS, DROP_
 use crate::embed::Embedder;
 use crate::query::bm25::marks;
 use crate::query::cite::{build_prompt, citations};
-use crate::query::index::Index;
-use crate::query::search::{now_ms, search, Mode, QueryVector, SearchOptions, SearchResult, Timings};
+use crate::query::index::{ChunkEntry, Index, PageEntry, Settings, Stamp};
+use crate::query::pieces::{PieceId, Pieced};
+use crate::query::search::{search, Entries, Mode, QueryVector, SearchOptions, SearchResult, Timings};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(start)]
@@ -23,10 +28,55 @@ fn start() {
     console_error_panic_hook::set_once();
 }
 
+/// What an engine searches: a whole index, or the pieces of one fetched so far.
+enum Store {
+    Whole(Index),
+    Pieces(Pieced),
+}
+
+impl Store {
+    fn settings(&self) -> &Settings {
+        match self {
+            Store::Whole(i) => &i.header.settings,
+            Store::Pieces(p) => &p.head.settings,
+        }
+    }
+
+    #[cfg_attr(not(feature = "embed"), allow(dead_code))]
+    fn stamp(&self) -> &Stamp {
+        match self {
+            Store::Whole(i) => &i.header.stamp,
+            Store::Pieces(p) => &p.head.stamp,
+        }
+    }
+
+    fn entries(&self) -> &dyn Entries {
+        match self {
+            Store::Whole(i) => i,
+            Store::Pieces(p) => p,
+        }
+    }
+
+    fn entry(&self, chunk: usize) -> Option<(&PageEntry, &ChunkEntry)> {
+        self.entries().entry(chunk)
+    }
+
+    /// The whole index, for what only it can answer (a page's chunks, the page list).
+    fn whole(&self, what: &str) -> Result<&Index, JsError> {
+        match self {
+            Store::Whole(i) => Ok(i),
+            Store::Pieces(_) => Err(err(format!("{what}: an index in pieces does not hold every page (see pages.json)"))),
+        }
+    }
+}
+
 /// A loaded index, and later the model that embeds queries for it.
 #[wasm_bindgen]
 pub struct Engine {
-    index: Index,
+    store: Store,
+    /// An index in pieces: the last query's embedding and its time, kept while its pieces are
+    /// fetched (the search that names them and the one that answers embed once).
+    last: RefCell<Option<(String, Option<QueryVector>, f64)>>,
     #[cfg_attr(not(feature = "embed"), allow(dead_code))]
     file: String,
     /// The index file's checksum: what its vectors file must name (`loadVectors`).
@@ -109,7 +159,8 @@ impl Engine {
         let file = file.unwrap_or_else(|| crate::query::index::INDEX_FILE.to_string());
         let index = Index::from_bytes(index_bytes, &file).map_err(err)?;
         Ok(Engine {
-            index,
+            store: Store::Whole(index),
+            last: RefCell::new(None),
             file,
             #[cfg(feature = "embed")]
             checksum: crate::query::index::stored_checksum(index_bytes).unwrap_or_default().to_vec(),
@@ -118,12 +169,49 @@ impl Engine {
         })
     }
 
+    /// Opens an index in pieces from its head (`head.needle`); `file` names it in error messages.
+    /// Searches then name the pieces they need (`{"missing": [...]}`) until `addPiece` has them.
+    #[wasm_bindgen(js_name = fromHead)]
+    pub fn from_head(head_bytes: &[u8], file: Option<String>) -> Result<Engine, JsError> {
+        let file = file.unwrap_or_else(|| crate::query::pieces::HEAD_FILE.to_string());
+        let pieced = Pieced::from_head(head_bytes, &file).map_err(err)?;
+        Ok(Engine {
+            store: Store::Pieces(pieced),
+            last: RefCell::new(None),
+            file,
+            #[cfg(feature = "embed")]
+            checksum: Vec::new(),
+            #[cfg(feature = "embed")]
+            embedder: None,
+        })
+    }
+
+    /// Hands over a piece of an index in pieces: `file` is its name in the bundle
+    /// (`pieces.<id>/terms-3.needle`), which says which piece it is and names it in errors. A
+    /// piece that fails its checks (checksum, frame, another build) is refused and the pieces
+    /// already in stay usable.
+    #[wasm_bindgen(js_name = addPiece)]
+    pub fn add_piece(&mut self, file: &str, bytes: &[u8]) -> Result<(), JsError> {
+        let Store::Pieces(p) = &mut self.store else { return Err(err("addPiece: this index is one file, not pieces")) };
+        let id = PieceId::from_file_name(file).ok_or_else(|| err(format!("{file}: not the name of a piece")))?;
+        p.add(id, bytes, file).map_err(err)
+    }
+
+    /// True when this engine reads an index in pieces.
+    #[wasm_bindgen(getter)]
+    pub fn pieced(&self) -> bool {
+        matches!(self.store, Store::Pieces(_))
+    }
+
     #[cfg(feature = "embed")]
     /// Hands over the vectors file of a split index (the bundle's `vectors`); refuses one made
     /// for another index. `file` names it in error messages.
     #[wasm_bindgen(js_name = loadVectors)]
     pub fn load_vectors(&mut self, bytes: &[u8], file: &str) -> Result<(), JsError> {
-        self.index.load_vectors(bytes, &self.checksum, file).map_err(err)
+        match &mut self.store {
+            Store::Whole(index) => index.load_vectors(bytes, &self.checksum, file).map_err(err),
+            Store::Pieces(_) => Err(err("loadVectors: an index in pieces keeps its vectors in its pieces")),
+        }
     }
 
     #[cfg(feature = "embed")]
@@ -132,7 +220,7 @@ impl Engine {
     #[wasm_bindgen(js_name = loadModel)]
     pub fn load_model(&mut self, model: &[u8], tokenizer: &[u8]) -> Result<(), JsError> {
         let given = crate::embed::stamp_of(model, tokenizer);
-        self.index.check_model(&given, &self.file).map_err(err)?;
+        self.store.stamp().model.check(&given, &self.file).map_err(err)?;
         self.embedder = Some(Embedder::from_bytes(model, tokenizer).map_err(err)?);
         Ok(())
     }
@@ -141,23 +229,49 @@ impl Engine {
     #[wasm_bindgen(getter, js_name = hasModel)]
     pub fn has_model(&self) -> bool {
         #[cfg(feature = "embed")]
-        return self.embedder.is_some() && self.index.has_vectors();
+        return self.embedder.is_some()
+            && match &self.store {
+                Store::Whole(index) => index.has_vectors(),
+                Store::Pieces(_) => true,
+            };
         #[cfg(not(feature = "embed"))]
         false
     }
 
     /// Searches; returns a `NeedleResult` (see `www/needle.d.ts`) as JSON text. `mode` is "bm25", "dense" or "hybrid";
     /// without the model every mode falls back to BM25 and nothing passes the gate. `cut` and
-    /// `max_chunks` default to the index's settings.
+    /// `max_chunks` default to the index's settings. Over an index in pieces it may return
+    /// `{"missing": [file names]}` instead: hand those pieces over (`addPiece`) and search again.
     pub fn search(&self, query: &str, k: usize, mode: &str, cut: Option<f32>, max_chunks: Option<u32>) -> Result<String, JsError> {
         let mode = parse_mode(mode)?;
-        let opts = SearchOptions { mode, k, cut, max_chunks: max_chunks.unwrap_or(self.index.header.settings.max_chunks) as usize };
-        let t = now_ms();
-        let vector = self.query_vector(query)?;
-        let embed_ms = if vector.is_some() { now_ms() - t } else { 0.0 };
-        let mut result = search(&self.index, query, vector.as_ref(), &opts);
-        result.timings.embed = embed_ms;
-        self.to_json(&result, self.index.header.bm25.marked_terms(query))
+        let opts = SearchOptions { mode, k, cut, max_chunks: max_chunks.unwrap_or(self.store.settings().max_chunks) as usize };
+        match &self.store {
+            Store::Whole(index) => {
+                let (vector, embed_ms) = self.query_vector(query)?;
+                let mut result = search(index, query, vector.as_ref(), &opts);
+                result.timings.embed = embed_ms;
+                self.to_json(&result, index.header.bm25.marked_terms(query))
+            }
+            Store::Pieces(pieced) => {
+                let mut last = self.last.borrow_mut();
+                let (vector, embed_ms) = match last.take() {
+                    Some((q, v, ms)) if q == query && (v.is_some() || !self.has_model()) => (v, ms),
+                    _ => self.query_vector(query)?,
+                };
+                let answer = pieced.search(query, vector.as_ref(), &opts);
+                *last = Some((query.to_string(), vector, embed_ms));
+                match answer {
+                    Ok(mut result) => {
+                        result.timings.embed = embed_ms;
+                        self.to_json(&result, pieced.marked_terms(query))
+                    }
+                    Err(missing) => {
+                        let names: Vec<String> = missing.iter().map(PieceId::file_name).collect();
+                        serde_json::to_string(&serde_json::json!({ "missing": names })).map_err(err)
+                    }
+                }
+            }
+        }
     }
 
     /// The prompt for any LLM, with numbered sources — what the CLI's `--prompt` prints.
@@ -168,20 +282,22 @@ impl Engine {
         let mut hits = Vec::with_capacity(r.hits.len());
         for h in &r.hits {
             let hit = self
-                .index
+                .store
+                .entries()
                 .hit(h.chunk, h.distance.unwrap_or(f32::NAN), h.rank)
                 .ok_or_else(|| err(format!("prompt: chunk {} is not in this index", h.chunk)))?;
             hits.push(hit);
         }
         let result = SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: Vec::new(), timings: Timings::default() };
-        Ok(build_prompt(question, &citations(&self.index, &result)))
+        Ok(build_prompt(question, &citations(self.store.entries(), &result)))
     }
 
     /// The pages of the index (`NeedlePage[]` as JSON text): what the landing highlight checks
     /// a page against.
     pub fn pages(&self) -> Result<String, JsError> {
         let pages: Vec<JsPage> = self
-            .index
+            .store
+            .whole("pages")?
             .header
             .pages
             .iter()
@@ -191,10 +307,12 @@ impl Engine {
     }
 
     /// The quoted text of the chunk of `page` that spans exactly `from..to`, if any: lets the
-    /// landing highlight find a quote by text on a page that changed since indexing.
+    /// landing highlight find a quote by text on a page that changed since indexing. (`None` over
+    /// an index in pieces: the highlight then finds the range by position only.)
     pub fn quote(&self, page: &str, from: u32, to: u32) -> Option<String> {
-        let p = self.index.header.pages.iter().position(|e| e.path == page)? as u32;
-        self.index.header.chunks.iter().find(|c| c.page == p && c.from == from && c.to == to).map(|c| c.content.clone())
+        let index = self.store.whole("quote").ok()?;
+        let p = index.header.pages.iter().position(|e| e.path == page)? as u32;
+        index.header.chunks.iter().find(|c| c.page == p && c.from == from && c.to == to).map(|c| c.content.clone())
     }
 
     /// The chunks of `page` as JSON text: `[{ from, to, section, content }]` in index order.
@@ -207,9 +325,9 @@ impl Engine {
             section: &'a str,
             content: &'a str,
         }
-        let p = self.index.header.pages.iter().position(|e| e.path == page).map(|p| p as u32);
-        let list: Vec<C> = self
-            .index
+        let index = self.store.whole("chunksOf")?;
+        let p = index.header.pages.iter().position(|e| e.path == page).map(|p| p as u32);
+        let list: Vec<C> = index
             .header
             .chunks
             .iter()
@@ -222,7 +340,10 @@ impl Engine {
     /// Number of chunks in the index.
     #[wasm_bindgen(getter)]
     pub fn chunks(&self) -> usize {
-        self.index.header.chunks.len()
+        match &self.store {
+            Store::Whole(index) => index.header.chunks.len(),
+            Store::Pieces(p) => p.head.chunks as usize,
+        }
     }
 
     #[cfg(feature = "embed")]
@@ -246,15 +367,20 @@ impl Engine {
 }
 
 impl Engine {
-    /// The query's embedding, or `None` while no model is loaded (always, in the lexical core).
+    /// The query's embedding and the milliseconds it took, or `None` while no model is loaded
+    /// (always, in the lexical core).
     #[cfg(feature = "embed")]
-    fn query_vector(&self, query: &str) -> Result<Option<QueryVector>, JsError> {
-        self.embedder.as_ref().map(|e| e.query(query).map_err(err)).transpose()
+    fn query_vector(&self, query: &str) -> Result<(Option<QueryVector>, f64), JsError> {
+        use crate::query::search::now_ms;
+        let t = now_ms();
+        let v = self.embedder.as_ref().map(|e| e.query(query).map_err(err)).transpose()?;
+        let ms = if v.is_some() { now_ms() - t } else { 0.0 };
+        Ok((v, ms))
     }
 
     #[cfg(not(feature = "embed"))]
-    fn query_vector(&self, _query: &str) -> Result<Option<QueryVector>, JsError> {
-        Ok(None)
+    fn query_vector(&self, _query: &str) -> Result<(Option<QueryVector>, f64), JsError> {
+        Ok((None, 0.0))
     }
 
     fn to_json(&self, r: &SearchResult, terms: Vec<String>) -> Result<String, JsError> {
@@ -262,8 +388,9 @@ impl Engine {
             .hits
             .iter()
             .map(|h| {
-                let chunk = self.index.header.chunks.get(h.chunk);
-                let title = chunk.and_then(|c| self.index.header.pages.get(c.page as usize)).map(|p| p.title.clone()).unwrap_or_default();
+                let entry = self.store.entry(h.chunk);
+                let chunk = entry.map(|(_, c)| c);
+                let title = entry.map(|(p, _)| p.title.clone()).unwrap_or_default();
                 JsHit {
                     chunk: h.chunk,
                     page: h.page.clone(),

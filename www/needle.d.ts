@@ -122,15 +122,22 @@ export interface Engine {
   search(query: string, options?: SearchOptions): Promise<NeedleResult>;
   /** The prompt text with numbered sources, as the CLI's `--prompt` prints it. */
   prompt(question: string, result: NeedleResult): Promise<string>;
+  /** The pages of an index in one file (an index in pieces rejects: its pages are in pages.json). */
   pages(): Promise<NeedlePage[]>;
+  /** The quote of a chunk by its range; null when none (and always over an index in pieces). */
   quote(page: string, from: number, to: number): Promise<string | null>;
-  /** The chunks of `page` in index order. */
+  /** The chunks of `page` in index order (an index in one file; one in pieces rejects). */
   chunksOf(page: string): Promise<{ from: number; to: number; section: string; content: string }[]>;
   /** The model's token ids for `text` ([CLS] … [SEP]); needs the model. */
   tokenize(text: string): Promise<BigInt64Array>;
   embed(text: string): Promise<number[]>;
   /** Memory of the engine's thread (for load tests and diagnostics). */
   memory(): Promise<NeedleMemory>;
+  /**
+   * What an index in pieces has cost so far: the head's bytes and the pieces fetched (count,
+   * bytes; from the network or the cache). `{ pieced: false }` for an index in one file.
+   */
+  pieces(): Promise<{ pieced: false } | { pieced: true; head: number; pieces: number; bytes: number }>;
   /** With `{ model: "on-demand" }`: starts loading the engine and the model; resolves to `ready`. */
   loadModel(): Promise<void>;
   close(): void;

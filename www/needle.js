@@ -11,7 +11,10 @@
 // `manifest.json`, fetches the hashed files it names (through the Cache API, so a second visit
 // needs no network), and hands them to the engine. Lexical search answers as soon as the lexical
 // core (the engine without model code) and the index are in; hybrid once the engine, the
-// index's vectors (a file of their own) and the model are.
+// index's vectors (a file of their own) and the model are. A large site's index comes in pieces
+// (`manifest.pieces`): the head first, then each search fetches only the pieces the engine names
+// (the lexical postings of the query's words, the inverted lists its vector probes, the entries
+// of the hits it shows), each once, through the same cache.
 
 const CACHE_NAME = "needle-v1";
 const isNode = typeof process !== "undefined" && !!process.versions?.node && typeof window === "undefined";
@@ -56,6 +59,7 @@ class Engine {
   async search(query, { k = 20, mode = "hybrid", cut = null, maxChunks = null } = {}) {
     const json = await this.#backend.call("search", [String(query), k, mode, cut, maxChunks]);
     const r = JSON.parse(json);
+    if (r.missing) throw new Error(`needle: the engine still lacks ${r.missing.join(", ")}`);
     for (const h of r.hits) {
       h.url = new URL(h.url, this.#siteRoot).href;
       h.link = new URL(h.link ?? h.url, this.#siteRoot).href;
@@ -120,6 +124,15 @@ class Engine {
    */
   async memory() {
     return this.#backend.call("memory", []);
+  }
+
+  /**
+   * What an index in pieces cost so far: `{ pieced, head, pieces, bytes }`, the head's bytes
+   * and the pieces handed to the engine (count and bytes, from the network or the cache);
+   * `{ pieced: false }` for an index in one file.
+   */
+  async pieces() {
+    return this.#backend.call("pieces", []);
   }
 
   /** Stops the worker. */
@@ -257,6 +270,24 @@ function createCore(baseUrl, manifest, options) {
   let engine = null;
   let exports = null;
   let indexBytes = null;
+  // An index in pieces: the head opens the engine (`Engine.fromHead`), and each search fetches
+  // the pieces it names. Their bytes are kept to hand to the full engine when the model is in.
+  const pieced = !!manifest.pieces && !!manifest.files.head;
+  const indexRole = pieced ? "head" : "index";
+  const open = (glue, bytes) => (pieced ? glue.Engine.fromHead(bytes, manifest.files.head) : new glue.Engine(bytes, manifest.files.index));
+  const pieces = new Map(); // file name → Promise of its bytes (one fetch per piece)
+  const spent = { pieces: 0, bytes: 0 };
+  const piece = (name) => {
+    if (!pieces.has(name)) {
+      const p = getBytes(new URL(manifest.pieces + name, baseUrl), { cache: options.cache });
+      p.then(
+        (bytes) => ((spent.pieces += 1), (spent.bytes += bytes.byteLength)),
+        () => pieces.delete(name),
+      );
+      pieces.set(name, p);
+    }
+    return pieces.get(name);
+  };
   // Bytes the engine refused are dropped from the cache: a corrupt download is not kept for
   // every later visit (the names are content hashes, so the cache is read first).
   const evict = async (...roles) => {
@@ -272,13 +303,13 @@ function createCore(baseUrl, manifest, options) {
         await evict("lexical");
         throw e;
       }),
-      get("index"),
+      get(indexRole),
     ]);
     const t1 = now();
     try {
-      lexicalEngine = new core.glue.Engine(index, manifest.files.index);
+      lexicalEngine = open(core.glue, index);
     } catch (e) {
-      await evict("index");
+      await evict(indexRole);
       throw e;
     }
     indexBytes = index;
@@ -297,7 +328,7 @@ function createCore(baseUrl, manifest, options) {
     const own = await loadGlue(baseUrl, manifest, role);
     const [wasm, vectors, model, tokenizer] = await Promise.all([
       own.wasm ? readFileUrl(own.wasm) : get(role),
-      get("vectors"),
+      pieced ? null : get("vectors"),
       get("model"),
       get("tokenizer"),
     ]);
@@ -309,13 +340,23 @@ function createCore(baseUrl, manifest, options) {
       throw e;
     });
     const t1 = now();
-    const full = new own.module.Engine(indexBytes, manifest.files.index);
-    indexBytes = null;
+    const full = open(own.module, indexBytes);
+    if (!pieced) indexBytes = null;
     try {
-      full.loadVectors(vectors, manifest.files.vectors);
+      if (pieced) {
+        // What the lexical core's searches fetched; one it refused (or one still failing) is
+        // left out here too, and fetched again when a search names it.
+        for (const [name, bytes] of pieces) {
+          try {
+            full.addPiece(manifest.pieces + name, await bytes);
+          } catch {
+            pieces.delete(name);
+          }
+        }
+      } else full.loadVectors(vectors, manifest.files.vectors);
     } catch (e) {
       full.free();
-      await evict("vectors");
+      if (!pieced) await evict("vectors");
       throw e;
     }
     try {
@@ -339,6 +380,32 @@ function createCore(baseUrl, manifest, options) {
     if (!engine) throw new Error("the model is not loaded");
     return engine;
   };
+  /**
+   * A search over an index in pieces: the engine names the pieces it lacks (`{"missing"}`),
+   * they are fetched together and handed over, and it searches again: at most three rounds
+   * (the ranking pieces, then the entries of the hits shown). A piece the engine refuses is
+   * dropped from the cache and the search fails naming it; the pieces already in stay.
+   */
+  const searchPieces = async (args) => {
+    for (let round = 0; ; round++) {
+      const e = current();
+      const json = e.search(...args);
+      if (!json.startsWith('{"missing"') || round === 3) return json;
+      const names = JSON.parse(json).missing;
+      const got = await Promise.all(names.map((n) => piece(n).then((bytes) => [n, bytes])));
+      if (current() !== e) continue; // the full engine took over meanwhile and has them all
+      for (const [name, bytes] of got) {
+        const file = manifest.pieces + name;
+        try {
+          e.addPiece(file, bytes);
+        } catch (err) {
+          pieces.delete(name);
+          if (options.cache && typeof caches !== "undefined") await (await openCache())?.delete(new URL(file, baseUrl)).catch(() => {});
+          throw err;
+        }
+      }
+    }
+  };
 
   return {
     lexical,
@@ -353,8 +420,11 @@ function createCore(baseUrl, manifest, options) {
       switch (op) {
         case "search": {
           const [q, k, mode, cut, maxChunks] = args;
-          return current().search(q, k, mode, cut ?? undefined, maxChunks ?? undefined);
+          const a = [q, k, mode, cut ?? undefined, maxChunks ?? undefined];
+          return pieced ? searchPieces(a) : current().search(...a);
         }
+        case "pieces":
+          return pieced ? { pieced, head: indexBytes?.byteLength ?? 0, ...spent } : { pieced };
         case "prompt":
           return current().prompt(args[0], args[1]);
         case "pages":
@@ -367,8 +437,10 @@ function createCore(baseUrl, manifest, options) {
           return full().embed(args[0]);
         case "tokenize":
           return full().tokenize(args[0]);
-        case "bench":
-          return bench(current(), args[0], args[1] ?? {});
+        case "bench": {
+          const search = (q, k, mode) => (pieced ? searchPieces([q, k, mode]) : current().search(q, k, mode));
+          return bench(search, args[0], { ...args[1], warmAll: pieced });
+        }
         case "benchEmbed":
           return benchEmbed(full(), args[0], args[1] ?? {});
         default:
@@ -378,14 +450,18 @@ function createCore(baseUrl, manifest, options) {
   };
 }
 
-/** Medians of the engine's own timings over `queries`, `runs` times each, after a warm-up. */
-function bench(engine, queries, { runs = 5, k = 20, mode = "hybrid" } = {}) {
-  for (const q of queries.slice(0, 3)) engine.search(q, k, mode);
+/**
+ * Medians of the engine's own timings over `queries`, `runs` times each, after a warm-up (of
+ * every query with `warmAll`: an index in pieces then has each query's pieces, and what is timed
+ * is a warm search).
+ */
+async function bench(search, queries, { runs = 5, k = 20, mode = "hybrid", warmAll = false } = {}) {
+  for (const q of warmAll ? queries : queries.slice(0, 3)) await search(q, k, mode);
   const parts = { embed: [], bm25: [], dense: [], fuse: [], total: [] };
   for (let i = 0; i < runs; i++) {
     for (const q of queries) {
       const t = now();
-      const r = JSON.parse(engine.search(q, k, mode));
+      const r = JSON.parse(await search(q, k, mode));
       parts.total.push(now() - t);
       for (const p of ["embed", "bm25", "dense", "fuse"]) parts[p].push(r.timings[p]);
     }
@@ -513,8 +589,9 @@ async function pruneCache(baseUrl, manifest) {
   if (!cache) return;
   const keep = new Set(Object.values(manifest.files).map((f) => new URL(f, baseUrl).href));
   keep.add(new URL("manifest.json", baseUrl).href);
+  const folder = manifest.pieces ? new URL(manifest.pieces, baseUrl).href : null;
   for (const req of await cache.keys()) {
-    if (req.url.startsWith(baseUrl.href) && !keep.has(req.url)) await cache.delete(req);
+    if (req.url.startsWith(baseUrl.href) && !keep.has(req.url) && !(folder && req.url.startsWith(folder))) await cache.delete(req);
   }
 }
 
@@ -531,7 +608,10 @@ async function getBytes(u, { cache: useCache = true, total, onProgress } = {}) {
   const cache = useCache ? await openCache() : null;
   const hit = await cache?.match(u).catch(() => null);
   if (hit) return new Uint8Array(await hit.arrayBuffer());
-  const res = await fetch(u);
+  // A failed fetch (offline, refused) names the file: "Failed to fetch" alone says nothing.
+  const res = await fetch(u).catch((e) => {
+    throw new Error(`needle: ${u}: ${e?.message ?? e}`);
+  });
   if (!res.ok) throw new Error(`needle: ${u}: HTTP ${res.status}`);
   const bytes = await readWithProgress(res, total, onProgress);
   await cache?.put(u, new Response(bytes, { headers: { "content-type": res.headers.get("content-type") ?? "application/octet-stream" } })).catch(() => {});

@@ -150,17 +150,7 @@ impl Bm25 {
     /// matched them with), each once, without stop words, words the site never uses, and words
     /// in more than half of the chunks (they would mark nearly every line).
     pub fn marked_terms(&self, query: &str) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for term in tokenize(query) {
-            if out.contains(&term) || STOP_WORDS.binary_search(&term.as_str()).is_ok() {
-                continue;
-            }
-            let Ok(t) = self.terms.binary_search(&term) else { continue };
-            if self.postings[t].len() * 2 <= self.doc_len.len() {
-                out.push(term);
-            }
-        }
-        out
+        marked(query, self.doc_len.len(), |term| self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok().map(|t| self.postings[t].len()))
     }
 
     /// Checks the structure read from an index: every posting points at a chunk.
@@ -177,6 +167,21 @@ impl Bm25 {
         }
         Ok(())
     }
+}
+
+/// [`Bm25::marked_terms`] over any postings: `df` gives a term's chunk count (`None` for a word
+/// the site never uses) among `n` chunks.
+pub fn marked(query: &str, n: usize, df: impl Fn(&str) -> Option<usize>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for term in tokenize(query) {
+        if out.contains(&term) || STOP_WORDS.binary_search(&term.as_str()).is_ok() {
+            continue;
+        }
+        if df(&term).is_some_and(|df| df * 2 <= n) {
+            out.push(term);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

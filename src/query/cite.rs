@@ -6,8 +6,8 @@
 //! the documents afterwards.
 
 use crate::doc::locator::Locator;
-use crate::query::index::{ChunkEntry, Index, PageEntry};
-use crate::query::search::SearchResult;
+use crate::query::index::{ChunkEntry, PageEntry};
+use crate::query::search::{Entries, SearchResult};
 use serde::{Deserialize, Serialize};
 
 pub const INSTRUCTIONS: &str =
@@ -81,15 +81,14 @@ fn encode_component(s: &str) -> String {
 }
 
 /// One citation per hit kept by the gate, in gate order.
-pub fn citations(index: &Index, result: &SearchResult) -> Vec<Citation> {
+pub fn citations(index: &(impl Entries + ?Sized), result: &SearchResult) -> Vec<Citation> {
     result
         .answer
         .iter()
         .filter_map(|&i| result.hits.get(i))
-        .filter_map(|hit| Some((hit, index.header.chunks.get(hit.chunk)?)))
-        .filter_map(|(hit, c)| Some((hit, c, index.header.pages.get(c.page as usize)?)))
+        .filter_map(|hit| Some((hit, index.entry(hit.chunk)?)))
         .enumerate()
-        .map(|(n, (hit, c, page))| Citation {
+        .map(|(n, (hit, (page, c)))| Citation {
             index: n + 1,
             document_id: page.path.clone(),
             document_name: page.title.clone(),

@@ -518,7 +518,14 @@ impl Index {
 
     /// Refuses a model or tokenizer other than the one the vectors came from.
     pub fn check_model(&self, given: &ModelStamp, file: &str) -> Result<(), IndexError> {
-        let ours = &self.header.stamp.model;
+        self.header.stamp.model.check(given, file)
+    }
+}
+
+impl ModelStamp {
+    /// Refuses a model (or tokenizer) other than this one; `file` names the index in the error.
+    pub fn check(&self, given: &ModelStamp, file: &str) -> Result<(), IndexError> {
+        let ours = self;
         if ours.name != given.name || ours.dim != given.dim || ours.model_sha256 != given.model_sha256 {
             return Err(IndexError::ModelMismatch {
                 file: file.into(),

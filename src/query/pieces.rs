@@ -26,7 +26,7 @@ use crate::query::bm25;
 use crate::query::index::{
     hex, read_vector_block, seal, write_vector_block, ChunkEntry, IndexError, PageEntry, Settings, Stamp, END_MAGIC,
 };
-use crate::query::search::{self, Dense, Distances, Hit, QueryVector, SearchOptions, SearchResult, Source};
+use crate::query::search::{self, Dense, Distances, Entries, QueryVector, SearchOptions, SearchResult, Source};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -77,6 +77,19 @@ impl PieceId {
             PieceId::Terms(n) => format!("terms-{n}.needle"),
             PieceId::Vectors(n) => format!("vectors-{n}.needle"),
             PieceId::Chunks(n) => format!("chunks-{n}.needle"),
+        }
+    }
+
+    /// The piece a file name names (`terms-3.needle`; a path's folders are ignored).
+    pub fn from_file_name(name: &str) -> Option<PieceId> {
+        let name = name.rsplit('/').next()?.strip_suffix(".needle")?;
+        let (kind, number) = name.split_once('-')?;
+        let number: u32 = number.parse().ok()?;
+        match kind {
+            "terms" => Some(PieceId::Terms(number)),
+            "vectors" => Some(PieceId::Vectors(number)),
+            "chunks" => Some(PieceId::Chunks(number)),
+            _ => None,
         }
     }
 
@@ -412,19 +425,23 @@ impl Pieced {
             missing.dedup();
             return Err(missing);
         }
-        let hits = r
-            .shown
-            .iter()
-            .enumerate()
-            .filter_map(|(i, &(c, d))| {
-                let piece = self.chunks_piece(c as u32);
-                let run = self.chunks.get(&piece)?;
-                let entry = run.chunks.get(c - *self.head.content_first.get(piece as usize)? as usize)?;
-                let page = &run.pages.iter().find(|(n, _)| *n == entry.page)?.1;
-                Some(Hit::new(page, entry, c, d, i + 1))
-            })
-            .collect();
+        let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| self.hit(c, d, i + 1)).collect();
         Ok(SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings })
+    }
+
+    /// The query's words worth marking in a result ([`bm25::marked`]), from the lexical pieces
+    /// this reader has (a search fetched those of every query word).
+    pub fn marked_terms(&self, query: &str) -> Vec<String> {
+        bm25::marked(query, self.head.chunks as usize, |term| self.postings(term).map(Vec::len))
+    }
+}
+
+impl Entries for Pieced {
+    fn entry(&self, chunk: usize) -> Option<(&PageEntry, &ChunkEntry)> {
+        let piece = self.chunks_piece(u32::try_from(chunk).ok()?);
+        let run = self.chunks.get(&piece)?;
+        let entry = run.chunks.get(chunk.checked_sub(*self.head.content_first.get(piece as usize)? as usize)?)?;
+        Some((&run.pages.iter().find(|(n, _)| *n == entry.page)?.1, entry))
     }
 }
 

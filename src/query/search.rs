@@ -73,7 +73,7 @@ pub struct SearchResult {
 
 use crate::query::bm25;
 use crate::query::fuse;
-use crate::query::index::{Gate, Index, Settings};
+use crate::query::index::{ChunkEntry, Gate, Index, PageEntry, Settings};
 
 /// A query as the model saw it: its embedding, and the words of it (lowercased, as
 /// [`bm25::tokenize`] makes them) that the model's word-piece vocabulary does not hold whole —
@@ -137,25 +137,30 @@ pub fn now_ms() -> f64 {
     performance_now()
 }
 
-impl Index {
+/// Where a chunk's entry and its page's are read: a whole index, or the content pieces a reader
+/// of an index in pieces has fetched.
+pub trait Entries {
+    /// Chunk `chunk`'s page entry and its own entry, if this source has them.
+    fn entry(&self, chunk: usize) -> Option<(&PageEntry, &ChunkEntry)>;
+
     /// Chunk `chunk` as a hit at `rank` (1-based).
-    pub fn hit(&self, chunk: usize, distance: f32, rank: usize) -> Option<Hit> {
-        let c = self.header.chunks.get(chunk)?;
-        let page = self.header.pages.get(c.page as usize)?;
+    fn hit(&self, chunk: usize, distance: f32, rank: usize) -> Option<Hit> {
+        let (page, c) = self.entry(chunk)?;
         Some(Hit::new(page, c, chunk, distance, rank))
+    }
+}
+
+impl Entries for Index {
+    fn entry(&self, chunk: usize) -> Option<(&PageEntry, &ChunkEntry)> {
+        let c = self.header.chunks.get(chunk)?;
+        Some((self.header.pages.get(c.page as usize)?, c))
     }
 }
 
 impl Hit {
     /// Chunk number `chunk`, entry `c` of `page`, as a hit at `rank` (1-based): the one place a
     /// `Hit` is made, from a whole index or from its pieces.
-    pub(crate) fn new(
-        page: &crate::query::index::PageEntry,
-        c: &crate::query::index::ChunkEntry,
-        chunk: usize,
-        distance: f32,
-        rank: usize,
-    ) -> Hit {
+    pub(crate) fn new(page: &PageEntry, c: &ChunkEntry, chunk: usize, distance: f32, rank: usize) -> Hit {
         Hit {
             chunk,
             page: page.path.clone(),

@@ -89,10 +89,10 @@ export function fixtureSite() {
 /**
  * Any fixture site (a folder of pages with `<main>`) prepared like `fixtureSite`: copied under
  * WORK/`name`, the widget added to every page (unless `addWidget` is false: the pages have it),
- * indexed with its browser bundle. Rebuilt when the binary, pkg/, www/ or the pages are newer
+ * indexed with its browser bundle (`args` go to `needle build`). Rebuilt when the binary, pkg/, www/ or the pages are newer
  * than the bundle.
  */
-export function widgetSite(src, name, { addWidget = true } = {}) {
+export function widgetSite(src, name, { addWidget = true, args = [] } = {}) {
   const site = join(WORK, name);
   const bundle = join(site, "needle");
   const manifest = join(bundle, "manifest.json");
@@ -110,11 +110,17 @@ export function widgetSite(src, name, { addWidget = true } = {}) {
     const html = readFileSync(f, "latin1");
     writeFileSync(f, html.replace(/<\/head>/i, `${WIDGET_SNIPPET}\n</head>`).replace(/<body([^>]*)>/i, `<body$1>\n${WIDGET_ELEMENT}`), "latin1");
   }
-  const r = spawnSync(NEEDLE, ["build", site, "--out", bundle], { stdio: ["ignore", "inherit", "inherit"], env: process.env });
+  const r = spawnSync(NEEDLE, ["build", site, "--out", bundle, ...args], { stdio: ["ignore", "inherit", "inherit"], env: process.env });
   if (r.status !== 0) throw new Error(`needle build failed (${r.status})`);
   if (!existsSync(manifest)) throw new Error(`needle build wrote no browser bundle (${manifest} missing)`);
   return { site, bundle };
 }
+
+/**
+ * The fixture site with its index shipped in pieces (`needle build --pieces always`), in 16
+ * inverted lists all probed: its answers must be the whole index's, exactly.
+ */
+export const piecedSite = () => widgetSite(join(FIXTURE, "site"), "pieces-site", { args: ["--pieces", "always", "--lists", "16", "--nprobe", "16"] });
 
 /** needle's own documentation (docs/, the demo site), whose pages already carry the widget. */
 export const docsSite = () => widgetSite(join(ROOT, "docs"), "docs-site", { addWidget: false });

@@ -76,6 +76,8 @@ enum Cmd {
         /// in --out, no browser bundle); `needle merge` combines the N parts.
         #[arg(long, value_name = "I/N")]
         part: Option<needle::build::part::Part>,
+        #[command(flatten)]
+        layout: LayoutArgs,
     },
     /// Combine the partial indexes of `needle build --part I/N` into the index one build makes.
     Merge {
@@ -91,6 +93,8 @@ enum Cmd {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        layout: LayoutArgs,
     },
     /// Answer one question with citations.
     Query {
@@ -189,6 +193,40 @@ enum ModelCmd {
     Info,
 }
 
+/// How the browser bundle ships the index (`build::bundle::Layout`).
+#[derive(Clone, clap::Args)]
+struct LayoutArgs {
+    /// The browser's index: `auto` is in pieces fetched on demand from 10,000 chunks on and one
+    /// file below; `always` or `never` choose
+    #[arg(long, value_enum, default_value = "auto")]
+    pieces: PiecesArg,
+    /// Inverted lists of an index in pieces (0: about 4√chunks)
+    #[arg(long, default_value_t = 0)]
+    lists: usize,
+    /// Lists a query probes in an index in pieces
+    #[arg(long, default_value_t = 32)]
+    nprobe: usize,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PiecesArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl LayoutArgs {
+    fn layout(&self, chunks: usize) -> needle::build::bundle::Layout {
+        use needle::build::bundle::Layout;
+        let config = needle::build::pieces::PieceConfig { lists: self.lists, ..Default::default() };
+        match self.pieces {
+            PiecesArg::Auto => Layout::auto(chunks, config, self.nprobe),
+            PiecesArg::Always => Layout::Pieces { config, nprobe: self.nprobe },
+            PiecesArg::Never => Layout::Whole,
+        }
+    }
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum GateArg {
     Auto,
@@ -238,6 +276,7 @@ fn run(cli: Cli) -> Result<()> {
             max_page_bytes,
             json,
             part,
+            layout,
         } => {
             let out = out.unwrap_or_else(|| site.join("needle"));
             let mut extract = ExtractOptions { selector, max_page_bytes, ..ExtractOptions::default() };
@@ -260,7 +299,7 @@ fn run(cli: Cli) -> Result<()> {
             match part {
                 // A part is not an index a browser can use: the merge writes the bundle.
                 Some(p) => eprintln!("part {} of {}: {} in {}", p.index, p.of, p.file_name(), out.display()),
-                None => write_bundle(&out, &index_bytes, &files),
+                None => write_bundle(&out, &index_bytes, &files, &layout.layout(report.chunks)),
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -272,14 +311,14 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Merge { parts, out, site, json } => {
+        Cmd::Merge { parts, out, site, json, layout } => {
             // The bundle ships the model the parts were built with (the stamp says which).
             let files = model_files(model_dir, true)?;
             let (index_bytes, report) =
                 build::part::merge(&parts, &out, site.as_deref(), &[files.clone(), files.fp32_files()]).context("merging the parts")?;
             let fp32 = files.fp32_files().stamp().ok().is_some_and(|s| s.model_sha256 == report.model_sha256);
             let files = if fp32 { files.fp32_files() } else { files };
-            write_bundle(&out, &index_bytes, &files);
+            write_bundle(&out, &index_bytes, &files, &layout.layout(report.chunks));
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -479,9 +518,22 @@ fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Resu
 }
 
 /// The browser bundle, which ships the exact model file the vectors came from.
-fn write_bundle(out: &Path, index_bytes: &[u8], files: &needle::model::ModelFiles) {
-    match needle::build::bundle::write_bundle(out, index_bytes, &files.model, &files.tokenizer) {
-        Ok(r) => eprintln!("browser bundle: {} files, {:.1} MB in {}", r.files.len(), r.total_bytes as f64 / 1e6, out.display()),
+fn write_bundle(out: &Path, index_bytes: &[u8], files: &needle::model::ModelFiles, layout: &needle::build::bundle::Layout) {
+    match needle::build::bundle::write_bundle(out, index_bytes, &files.model, &files.tokenizer, layout) {
+        Ok(r) => {
+            eprintln!("browser bundle: {} files, {:.1} MB in {}", r.files.len(), r.total_bytes as f64 / 1e6, out.display());
+            if let Some(p) = &r.pieces {
+                eprintln!(
+                    "  the index in pieces: {} files, {:.1} MB in {}/ (head {:.0} KB, {} lists, {} probed)",
+                    p.files,
+                    p.bytes as f64 / 1e6,
+                    p.folder,
+                    p.head_bytes as f64 / 1e3,
+                    p.lists,
+                    p.nprobe
+                );
+            }
+        }
         Err(e) => eprintln!("warning: no browser bundle: {e}"),
     }
 }
