@@ -16,7 +16,7 @@ use crate::doc::canonical::{Canonicalizer, Source, CONTENT_ROOT_SELECTORS, DROP_
 use crate::embed::Embedder;
 use crate::query::bm25::marks;
 use crate::query::cite::{build_prompt, citations};
-use crate::query::index::{ChunkEntry, Index, PageEntry, Settings, Stamp};
+use crate::query::index::{Index, Settings, Stamp};
 use crate::query::pieces::{PieceId, Pieced};
 use crate::query::search::{search, Entries, Mode, QueryVector, SearchOptions, SearchResult, Timings};
 use serde::{Deserialize, Serialize};
@@ -55,10 +55,6 @@ impl Store {
             Store::Whole(i) => i,
             Store::Pieces(p) => p,
         }
-    }
-
-    fn entry(&self, chunk: usize) -> Option<(&PageEntry, &ChunkEntry)> {
-        self.entries().entry(chunk)
     }
 
     /// The whole index, for what only it can answer (a page's chunks, the page list).
@@ -388,7 +384,7 @@ impl Engine {
             .hits
             .iter()
             .map(|h| {
-                let entry = self.store.entry(h.chunk);
+                let entry = self.store.entries().entry(h.chunk);
                 let chunk = entry.map(|(_, c)| c);
                 let title = entry.map(|(p, _)| p.title.clone()).unwrap_or_default();
                 JsHit {

@@ -410,11 +410,36 @@ fn the_piece_plan_cuts_every_chunk_and_term_once_and_probing_every_list_is_the_w
     assert!(one[4].parse::<f64>().expect("overlap") < 0.9, "one list of 16 misses some of the dense top 20: {one:?}");
 }
 
+/// Searches `reader`, adding the pieces it names from `file` until it answers: at most three
+/// rounds of missing pieces.
+fn ask_pieces(
+    reader: &mut needle::query::pieces::Pieced,
+    file: &dyn Fn(&str) -> Vec<u8>,
+    q: &str,
+    qv: Option<&needle::query::search::QueryVector>,
+    opts: &needle::query::search::SearchOptions,
+) -> needle::query::search::SearchResult {
+    for round in 0..4 {
+        match reader.search(q, qv, opts) {
+            Ok(r) => return r,
+            Err(missing) => {
+                assert!(round < 3 && !missing.is_empty(), "{q}: round {round} still lacks {missing:?}");
+                for id in missing {
+                    reader.add(id, &file(&id.file_name()), &id.file_name()).expect("a good piece");
+                }
+            }
+        }
+    }
+    unreachable!()
+}
+
 /// An index written in pieces (`needle::build::pieces::write`, read by
 /// `needle::query::pieces::Pieced`) answers every question of the fixture, answerable and
 /// out-of-domain, exactly as the whole index does when every list is probed: the same hits,
 /// distances, answer, cut and foreign words in every mode. A reader asks for what it lacks in
-/// at most two rounds (ranking pieces, then the shown hits' content), and a corrupt, truncated,
+/// at most three rounds (terms and lists, then the lexical candidates' and shown hits' content,
+/// then the content of hits the candidates moved in). With one list probed, the dense side
+/// still scores the lexical top 20 with their exact distances. A corrupt, truncated,
 /// mislabelled or foreign piece is refused by name while the reader keeps what it has.
 #[test]
 fn an_index_in_pieces_answers_as_the_whole_index() {
@@ -432,18 +457,7 @@ fn an_index_in_pieces_answers_as_the_whole_index() {
         .expect("embedder");
     let mut reader = Pieced::from_head(&file(HEAD_FILE), HEAD_FILE).expect("head");
     let ask = |reader: &mut Pieced, q: &str, qv: Option<&needle::query::search::QueryVector>, opts: &SearchOptions| {
-        for round in 0..3 {
-            match reader.search(q, qv, opts) {
-                Ok(r) => return r,
-                Err(missing) => {
-                    assert!(round < 2 && !missing.is_empty(), "{q}: round {round} still lacks {missing:?}");
-                    for id in missing {
-                        reader.add(id, &file(&id.file_name()), &id.file_name()).expect("a good piece");
-                    }
-                }
-            }
-        }
-        unreachable!()
+        ask_pieces(reader, &file, q, qv, opts)
     };
     let (answerable, _) = queries();
     for (id, q) in answerable.iter().chain(ood().iter()) {
@@ -465,6 +479,31 @@ fn an_index_in_pieces_answers_as_the_whole_index() {
         assert_eq!(chunks(&got), chunks(&whole), "{id} lexical");
         assert!(got.answer.is_empty());
     }
+
+    // One list of 16 probed: every hit's distance is still the whole index's, and the lexical
+    // top 20 are scored even where their lists are not probed.
+    let one = pieces::write(&idx, &plan, 1).expect("write the pieces");
+    let file_one = |name: &str| one.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone()).unwrap_or_else(|| panic!("no {name}"));
+    let mut reader = Pieced::from_head(&file_one(HEAD_FILE), HEAD_FILE).expect("head");
+    let list_of = |c: usize| plan.lists.iter().position(|l| l.contains(&(c as u32))).expect("every chunk is in a list");
+    let mut from_lexical = 0;
+    for (id, q) in &answerable {
+        let qv = emb.query(q).expect("embed");
+        let opts = SearchOptions { mode: Mode::Dense, k: 20, ..Default::default() };
+        let whole: std::collections::HashMap<usize, f32> =
+            search(&idx, q, Some(&qv), &SearchOptions { k: 711, ..opts.clone() }).hits.iter().map(|h| (h.chunk, h.distance)).collect();
+        let got = ask_pieces(&mut reader, &file_one, q, Some(&qv), &opts);
+        let probed = plan.probe(&qv.vector, 1)[0];
+        let lexical: Vec<usize> = idx.header.bm25.rank(q).into_iter().take(20).map(|(c, _)| c).collect();
+        for h in &got.hits {
+            assert_eq!(h.distance, whole[&h.chunk], "{id}: chunk {}", h.chunk);
+            if list_of(h.chunk) != probed {
+                assert!(lexical.contains(&h.chunk), "{id}: chunk {} is neither probed nor a lexical candidate", h.chunk);
+                from_lexical += 1;
+            }
+        }
+    }
+    assert!(from_lexical > answerable.len(), "lexical candidates ranked by the dense side: {from_lexical}");
 
     // Bad pieces, each refused with its file named; the reader keeps what it had.
     let mut fresh = Pieced::from_head(&file(HEAD_FILE), HEAD_FILE).expect("head");

@@ -290,17 +290,18 @@ function createCore(baseUrl, manifest, options) {
   };
   // Bytes the engine refused are dropped from the cache: a corrupt download is not kept for
   // every later visit (the names are content hashes, so the cache is read first).
-  const evict = async (...roles) => {
+  /** Drops these URLs from the Cache API (a file found bad is fetched again next time). */
+  const evict = async (...urls) => {
     if (!options.cache || typeof caches === "undefined") return;
     const cache = await openCache();
-    for (const role of roles) await cache?.delete(url(role)).catch(() => {});
+    for (const u of urls) await cache?.delete(u).catch(() => {});
   };
   const lexical = (async () => {
     if (options.cache && typeof caches !== "undefined") pruneCache(baseUrl, manifest).catch(() => {});
     const t0 = now();
     const [core, index] = await Promise.all([
       lexicalCore(baseUrl, manifest, { cache: options.cache, get: () => get("lexical") }).catch(async (e) => {
-        await evict("lexical");
+        await evict(url("lexical"));
         throw e;
       }),
       get(indexRole),
@@ -309,7 +310,7 @@ function createCore(baseUrl, manifest, options) {
     try {
       lexicalEngine = open(core.glue, index);
     } catch (e) {
-      await evict(indexRole);
+      await evict(url(indexRole));
       throw e;
     }
     indexBytes = index;
@@ -336,7 +337,7 @@ function createCore(baseUrl, manifest, options) {
     await new Promise((r) => setTimeout(r, 0));
     const t0 = now();
     const fullExports = await own.module.default({ module_or_path: wasm }).catch(async (e) => {
-      if (!own.wasm) await evict(role);
+      if (!own.wasm) await evict(url(role));
       throw e;
     });
     const t1 = now();
@@ -356,14 +357,14 @@ function createCore(baseUrl, manifest, options) {
       } else full.loadVectors(vectors, manifest.files.vectors);
     } catch (e) {
       full.free();
-      if (!pieced) await evict("vectors");
+      if (!pieced) await evict(url("vectors"));
       throw e;
     }
     try {
       full.loadModel(model, tokenizer);
     } catch (e) {
       full.free();
-      await evict("model", "tokenizer");
+      await evict(url("model"), url("tokenizer"));
       throw new Error(`the model ${manifest.files.model} and tokenizer ${manifest.files.tokenizer} were refused: ${e?.message ?? e}`);
     }
     engine = full;
@@ -383,7 +384,8 @@ function createCore(baseUrl, manifest, options) {
   /**
    * A search over an index in pieces: the engine names the pieces it lacks (`{"missing"}`),
    * they are fetched together and handed over, and it searches again: at most three rounds
-   * (the ranking pieces, then the entries of the hits shown). A piece the engine refuses is
+   * (terms and lists; the lexical candidates' content pieces, whose vectors the dense side
+   * scores too, with those of the hits it would show; the hits the candidates moved in). A piece the engine refuses is
    * dropped from the cache and the search fails naming it; the pieces already in stay.
    */
   const searchPieces = async (args) => {
@@ -400,7 +402,7 @@ function createCore(baseUrl, manifest, options) {
           e.addPiece(file, bytes);
         } catch (err) {
           pieces.delete(name);
-          if (options.cache && typeof caches !== "undefined") await (await openCache())?.delete(new URL(file, baseUrl)).catch(() => {});
+          await evict(new URL(file, baseUrl));
           throw err;
         }
       }

@@ -25,6 +25,7 @@ static HEAD: LazyLock<Vec<u8>> = LazyLock::new(|| {
         chunks: h.chunks.len() as u32,
         avgdl: h.bm25.avgdl(),
         nprobe: 1,
+        lexical_candidates: 2,
         lexical_first: vec![String::new(), "m".into()],
         content_first: vec![0, 1],
         centroid_scales: vec![1.0 / 127.0],

@@ -9,16 +9,19 @@
 //! - **Dense side**: an inverted file (IVF, as FAISS's `IndexIVFFlat`). Spherical k-means over
 //!   the chunks' stored vectors gives `lists` unit centroids; every chunk belongs to the list
 //!   of its nearest centroid; a query scores only the chunks of the `nprobe` lists whose
-//!   centroids are nearest to it. A list entry is what the index stores for a chunk today:
-//!   chunk number (u32), scale (f32) and `dim` int8 codes.
+//!   centroids are nearest to it, and the lexical ranking's first [`LEXICAL_CANDIDATES`]
+//!   chunks. A list entry is what the index stores for a chunk today: chunk number (u32),
+//!   scale (f32) and `dim` int8 codes.
 //! - **Lexical side**: the sorted vocabulary cut into consecutive term ranges of about
 //!   `lexical_bytes` each (a term's postings are never split). A term's entry is its bytes and
 //!   its postings as varints of (chunk delta, term frequency, the chunk's token count): all that
 //!   BM25 needs besides the chunk count and the mean length, which the head holds. So the
 //!   lexical ranking over pieces is the whole index's ranking, exactly.
-//! - **Content**: the chunk entries (section, header, content, offsets) in order, about
-//!   `content_bytes` a piece, with the entries of the pages they come from (a long page spans
-//!   pieces); a query fetches the pieces of the hits it shows.
+//! - **Content**: the chunk entries (section, header, content, offsets) and their vectors in
+//!   order, about `content_bytes` a piece, with the entries of the pages they come from (a long
+//!   page spans pieces); a query fetches the pieces of its lexical candidates and of the hits
+//!   it shows. So every vector is stored twice, in its list and in its content piece: the
+//!   server holds more, a reader fetches less (a lexical candidate's list is rarely probed).
 //! - **Head**: what every query needs first: the settings, the chunk count and mean length,
 //!   each piece's first term or chunk and checksum, and the centroids (scale + codes each).
 //!
@@ -45,8 +48,8 @@ pub struct PieceConfig {
     /// k-means rounds.
     pub iterations: usize,
     /// Bits per code of a list's vectors: 8 (the index's own codes, exact distances) or 4
-    /// (half the bytes; the lists then only rank, and each chunk's 8-bit vector travels in its
-    /// content piece, so the gate still meets exact distances).
+    /// (half the bytes; the lists then only rank, and the gate takes exact distances from the
+    /// 8-bit vectors in the hits' content pieces). Only `needle pieces` measures 4.
     pub list_bits: u8,
 }
 
@@ -55,6 +58,13 @@ impl Default for PieceConfig {
         PieceConfig { lists: 0, lexical_bytes: 16 * 1024, content_bytes: 4 * 1024, iterations: 8, list_bits: 8 }
     }
 }
+
+/// How many of the lexical ranking's first chunks the dense side scores besides the probed
+/// lists'. On the `std` + `core` questions (148,567 chunks) the probed lists alone lost the
+/// answers of two of 64 questions whose vectors sit far from their list's centroid (one's list
+/// ranked 286th of 1,542 for its question); with the lexical top 20 scored too, dense R@20
+/// equals the whole index's from 4 lists probed on (`needle pieces`, BENCHMARKS.md).
+pub const LEXICAL_CANDIDATES: u32 = 20;
 
 /// About four times the square root of the chunk count (FAISS's rule of thumb for IVF lists),
 /// at least one: 1,000 chunks → 126 lists of ~8, 100,000 → 1,265 of ~79.
@@ -201,8 +211,7 @@ impl PiecePlan {
         let (mut content_first, mut content_bytes) = (Vec::new(), Vec::<usize>::new());
         for (i, c) in h.chunks.iter().enumerate() {
             let page = h.pages.get(c.page as usize).map_or(0, |p| p.path.len() + p.title.len() + p.host.len() + 16);
-            let vector = if config.list_bits < 8 { 4 + dim } else { 0 };
-            let size = c.section.len() + c.header.len() + c.content.len() + 4 * 4 + vector;
+            let size = c.section.len() + c.header.len() + c.content.len() + 4 * 4 + (4 + dim);
             let same_page = i > 0 && h.chunks[i - 1].page == c.page;
             match content_bytes.last_mut() {
                 Some(b) if *b + size + if same_page { 0 } else { page } <= config.content_bytes => {
@@ -272,6 +281,7 @@ pub fn write(index: &Index, plan: &PiecePlan, nprobe: usize) -> Result<Vec<(Stri
         chunks: h.chunks.len() as u32,
         avgdl: bm.avgdl(),
         nprobe: nprobe.clamp(1, plan.lists.len().max(1)) as u32,
+        lexical_candidates: LEXICAL_CANDIDATES,
         lexical_first: plan
             .lexical_first
             .iter()
@@ -301,7 +311,9 @@ pub fn write(index: &Index, plan: &PiecePlan, nprobe: usize) -> Result<Vec<(Stri
                 pages.push((c.page, h.pages[c.page as usize].clone()));
             }
         }
-        let body = postcard::to_stdvec(&ChunkRun { pages, chunks }).map_err(|e| IndexError::Encode { reason: e.to_string() })?;
+        let range = ends(&plan.content_first, p, h.chunks.len());
+        let mut body = postcard::to_stdvec(&ChunkRun { pages, chunks }).map_err(|e| IndexError::Encode { reason: e.to_string() })?;
+        index::write_vector_block(range.map(|c| index.vector(c)), &mut body);
         let id = PieceId::Chunks(p as u32);
         out.push((id.file_name(), format::seal_piece(id, build, &body)));
     }

@@ -67,11 +67,31 @@ pub(crate) fn score(idf: f32, tf: u32, dl: u32, avgdl: f32) -> f32 {
     idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
 }
 
-/// Accumulated scores as a ranking: best first, ties by chunk.
-pub(crate) fn ranked(scores: HashMap<u32, f32>) -> Vec<(usize, f32)> {
-    let mut ranked: Vec<(usize, f32)> = scores.into_iter().map(|(d, s)| (d as usize, s)).collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked
+/// A query's scores per chunk as they add up. Chunk numbers are dense (0..chunks), so a flat
+/// table beats hashing (as in `fuse::rrf`): a query with common words touches most chunks of a
+/// large site.
+pub(crate) struct Scores(Vec<Option<f32>>);
+
+impl Scores {
+    /// Scores for a site of `chunks` chunks, none touched.
+    pub(crate) fn new(chunks: usize) -> Scores {
+        Scores(vec![None; chunks])
+    }
+
+    /// Adds one posting's share to `chunk`'s score (a chunk past the count is ignored).
+    pub(crate) fn add(&mut self, chunk: u32, share: f32) {
+        if let Some(score) = self.0.get_mut(chunk as usize) {
+            *score.get_or_insert(0.0) += share;
+        }
+    }
+
+    /// The touched chunks as a ranking: best first, ties by chunk (a total order, so an
+    /// unstable sort is deterministic).
+    pub(crate) fn ranked(self) -> Vec<(usize, f32)> {
+        let mut ranked: Vec<(usize, f32)> = self.0.into_iter().enumerate().filter_map(|(c, s)| Some((c, s?))).collect();
+        ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+    }
 }
 
 /// The statistics BM25 needs, as stored in the index.
@@ -133,17 +153,17 @@ impl Bm25 {
     /// A query term repeated counts once per occurrence, as in the classic formula's sum.
     pub fn rank(&self, query: &str) -> Vec<(usize, f32)> {
         let avgdl = self.avgdl();
-        let mut scores: HashMap<u32, f32> = HashMap::new();
+        let mut scores = Scores::new(self.doc_len.len());
         for term in tokenize(query) {
             let Ok(t) = self.terms.binary_search(&term) else { continue };
             let postings = &self.postings[t];
             let idf = self.idf(postings.len());
             for &(doc, tf) in postings {
                 let dl = self.doc_len.get(doc as usize).copied().unwrap_or(0);
-                *scores.entry(doc).or_default() += score(idf, tf, dl, avgdl);
+                scores.add(doc, score(idf, tf, dl, avgdl));
             }
         }
-        ranked(scores)
+        scores.ranked()
     }
 
     /// The query's words worth marking in a result: its tokens (by [`tokenize`], the rule BM25

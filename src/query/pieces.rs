@@ -8,7 +8,8 @@
 //! head.needle        b"NEEDLEHD" | format u32 | postcard(Head) | sha256 | b"NEEDLEND"
 //! terms-N.needle     the postings of a range of the sorted vocabulary
 //! vectors-N.needle   inverted list N: the int8 vectors of the chunks nearest centroid N
-//! chunks-N.needle    a run of chunk entries, with the entries of their pages
+//! chunks-N.needle    a run of chunk entries, with the entries of their pages and the chunks'
+//!                    int8 vectors
 //! piece = b"NEEDLEPC" | format u32 | kind u8 | number u32 | build [8] | body | sha256 | b"NEEDLEND"
 //! ```
 //! Every file checks its own sha256 (a corrupt piece is refused by name, the others stay
@@ -18,9 +19,12 @@
 //! Invariants: the lexical ranking over pieces is the whole index's, to the bit (the postings
 //! carry each chunk's token count and the head the mean, and BM25 adds the same
 //! terms in the same order). The dense ranking scores the chunks of the `nprobe` lists whose
-//! centroids are nearest to the query, with the index's own int8 vectors, so a probed chunk's
-//! distance is exact and a chunk of another list has none (it never passes the gate). With every
-//! list probed, a search over pieces is the whole index's search.
+//! centroids are nearest to the query and the lexical ranking's first `lexical_candidates`
+//! chunks (their vectors travel in their content pieces), with the index's own int8 vectors, so
+//! a scored chunk's distance is exact and any other chunk has none (it never passes the gate).
+//! The lexical candidates catch the answers whose vectors sit far from their list's centroid:
+//! the probed lists alone lose them. With every list probed, a search over pieces is the whole
+//! index's search.
 
 use crate::query::bm25;
 use crate::query::index::{
@@ -34,7 +38,7 @@ use std::collections::HashMap;
 pub const HEAD_MAGIC: &[u8; 8] = b"NEEDLEHD";
 pub const PIECE_MAGIC: &[u8; 8] = b"NEEDLEPC";
 /// Bump on any change to the head's fields or a piece's layout.
-pub const PIECES_FORMAT: u32 = 1;
+pub const PIECES_FORMAT: u32 = 2;
 /// Bytes of a piece's frame: magic, format, kind, number, build id, sha256, end mark.
 pub const PIECE_FRAME: usize = 8 + 4 + 1 + 4 + 8 + 32 + 8;
 /// File name of the head inside an index folder.
@@ -54,6 +58,9 @@ pub struct Head {
     pub avgdl: f32,
     /// Lists a query probes.
     pub nprobe: u32,
+    /// How many of the lexical ranking's first chunks the dense side scores besides the
+    /// probed lists' (their vectors come with their content pieces).
+    pub lexical_candidates: u32,
     /// The first term of each lexical piece, ascending (the first is "").
     pub lexical_first: Vec<String>,
     /// The first chunk of each content piece, ascending (the first is 0).
@@ -258,7 +265,8 @@ pub struct Pieced {
     terms: HashMap<u32, Vec<(String, Postings)>>,
     /// Per list: its chunks and their vectors (chunks × dim).
     vectors: HashMap<u32, (Vec<u32>, Vec<f32>)>,
-    chunks: HashMap<u32, ChunkRun>,
+    /// Per content piece: its entries and its chunks' vectors (chunks × dim).
+    chunks: HashMap<u32, (ChunkRun, Vec<f32>)>,
 }
 
 impl Pieced {
@@ -350,8 +358,8 @@ impl Pieced {
                 self.vectors.insert(l, (chunks, vectors));
             }
             PieceId::Chunks(p) => {
-                let run: ChunkRun =
-                    postcard::from_bytes(r.take(framed.len() - 13).map_err(&malformed)?).map_err(|e| malformed(e.to_string()))?;
+                let (run, rest): (ChunkRun, &[u8]) =
+                    postcard::take_from_bytes(r.take(framed.len() - 13).map_err(&malformed)?).map_err(|e| malformed(e.to_string()))?;
                 let first = *self.head.content_first.get(p as usize).ok_or_else(|| malformed(format!("no content piece {p}")))?;
                 let end = self.head.content_first.get(p as usize + 1).copied().unwrap_or(n);
                 if run.chunks.len() as u32 != end.saturating_sub(first) {
@@ -364,7 +372,13 @@ impl Pieced {
                         return Err(malformed(format!("chunk {} has no page here, or lies outside it", first as usize + i)));
                     }
                 }
-                self.chunks.insert(p, run);
+                let count = run.chunks.len();
+                let dim = self.dim();
+                if rest.len() != count.saturating_mul(4 + dim) {
+                    return Err(malformed(format!("{} bytes of vectors for {count} chunks of dimension {dim}", rest.len())));
+                }
+                let vectors = read_vector_block(rest, count, dim).map_err(&malformed)?;
+                self.chunks.insert(p, (run, vectors));
             }
         }
         Ok(())
@@ -384,7 +398,8 @@ impl Pieced {
     }
 
     /// The pieces a query needs to be ranked that this reader does not have yet: the lexical
-    /// pieces of its terms and, with a query vector, the lists it probes.
+    /// pieces of its terms and, with a query vector, the lists it probes. (The lexical
+    /// candidates' content pieces follow from the ranking: [`Pieced::search`] names them.)
     pub fn needs(&self, query: &str, query_vec: Option<&QueryVector>) -> Vec<PieceId> {
         let mut out: Vec<PieceId> = bm25::tokenize(query).iter().map(|t| PieceId::Terms(self.terms_piece(t))).collect();
         if let Some(q) = query_vec.filter(|q| q.vector.len() == self.dim()) {
@@ -394,6 +409,19 @@ impl Pieced {
         out.dedup();
         out.retain(|id| !self.has(*id));
         out
+    }
+
+    /// The chunks of a lexical ranking whose vectors the dense side scores.
+    fn lexical_candidates<'a>(&self, lexical: &'a [usize]) -> impl Iterator<Item = u32> + 'a {
+        lexical.iter().take(self.head.lexical_candidates as usize).map(|&c| c as u32)
+    }
+
+    /// The vector of `chunk` from its content piece, when this reader has it.
+    fn content_vector(&self, chunk: u32) -> Option<&[f32]> {
+        let piece = self.chunks_piece(chunk);
+        let (_, vectors) = self.chunks.get(&piece)?;
+        let at = chunk.checked_sub(*self.head.content_first.get(piece as usize)?)? as usize * self.dim();
+        vectors.get(at..at + self.dim())
     }
 
     pub fn has(&self, id: PieceId) -> bool {
@@ -411,15 +439,24 @@ impl Pieced {
 
     /// Searches the pieces this reader has, as `search::search` searches a whole index. `Err`
     /// lists the pieces it lacks: first those that rank ([`Pieced::needs`]), then the content
-    /// pieces of the hits it shows; fetch them, [`Pieced::add`] them, and search again.
+    /// pieces of the lexical candidates (whose vectors the dense side scores too) and of the
+    /// hits it shows, then those of hits the candidates' distances moved in; fetch them,
+    /// [`Pieced::add`] them, and search again. A query takes at most three rounds.
     pub fn search(&self, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> Result<SearchResult, Vec<PieceId>> {
         let missing = self.needs(query, query_vec);
         if !missing.is_empty() {
             return Err(missing);
         }
         let r = search::rank(self, query, query_vec, opts);
-        let mut missing: Vec<PieceId> =
-            r.shown.iter().map(|&(c, _)| PieceId::Chunks(self.chunks_piece(c as u32))).filter(|id| !self.has(*id)).collect();
+        // With a usable query vector the dense side scores them, whatever the mode: their
+        // distances also stand beside a BM25 ranking's hits and meet the gate.
+        let scored = query_vec.is_some_and(|q| q.vector.len() == self.dim());
+        let candidates = self.lexical_candidates(if scored { &r.lexical } else { &[] });
+        let mut missing: Vec<PieceId> = candidates
+            .chain(r.shown.iter().map(|&(c, _)| c as u32))
+            .map(|c| PieceId::Chunks(self.chunks_piece(c)))
+            .filter(|id| !self.has(*id))
+            .collect();
         if !missing.is_empty() {
             missing.sort_unstable();
             missing.dedup();
@@ -439,7 +476,7 @@ impl Pieced {
 impl Entries for Pieced {
     fn entry(&self, chunk: usize) -> Option<(&PageEntry, &ChunkEntry)> {
         let piece = self.chunks_piece(u32::try_from(chunk).ok()?);
-        let run = self.chunks.get(&piece)?;
+        let (run, _) = self.chunks.get(&piece)?;
         let entry = run.chunks.get(chunk.checked_sub(*self.head.content_first.get(piece as usize)? as usize)?)?;
         Some((&run.pages.iter().find(|(n, _)| *n == entry.page)?.1, entry))
     }
@@ -456,27 +493,32 @@ impl Source for Pieced {
 
     fn lexical(&self, query: &str) -> Vec<usize> {
         let n = self.head.chunks as usize;
-        let mut scores: HashMap<u32, f32> = HashMap::new();
+        let mut scores = bm25::Scores::new(n);
         for term in bm25::tokenize(query) {
             let Some(postings) = self.postings(&term) else { continue };
             let idf = bm25::idf(n, postings.len());
             for &(chunk, tf, dl) in postings {
-                *scores.entry(chunk).or_default() += bm25::score(idf, tf, dl, self.head.avgdl);
+                scores.add(chunk, bm25::score(idf, tf, dl, self.head.avgdl));
             }
         }
-        bm25::ranked(scores).into_iter().map(|(c, _)| c).collect()
+        scores.ranked().into_iter().map(|(c, _)| c).collect()
     }
 
     fn has_term(&self, term: &str) -> bool {
         self.postings(term).is_some()
     }
 
-    fn dense(&self, query: &[f32]) -> Option<Dense> {
+    fn dense(&self, query: &[f32], lexical: &[usize]) -> Option<Dense> {
         let dim = self.dim();
         let mut distances = HashMap::new();
         for list in self.probe(query) {
             let (chunks, vectors) = self.vectors.get(&list)?;
             for (&c, v) in chunks.iter().zip(vectors.chunks_exact(dim)) {
+                distances.insert(c as usize, search::cosine_distance(v, query));
+            }
+        }
+        for c in self.lexical_candidates(lexical) {
+            if let Some(v) = self.content_vector(c) {
                 distances.insert(c as usize, search::cosine_distance(v, query));
             }
         }

@@ -223,8 +223,9 @@ pub(crate) trait Source {
     /// Whether the site's vocabulary holds `term` (a token as [`bm25::tokenize`] makes it).
     fn has_term(&self, term: &str) -> bool;
     /// The chunks this source can score against `query`, nearest first, and their distances;
-    /// `None` when it holds no vectors.
-    fn dense(&self, query: &[f32]) -> Option<Dense>;
+    /// `None` when it holds no vectors. `lexical` is the query's lexical ranking (an index in
+    /// pieces scores its first chunks too; a whole index scores every chunk anyway).
+    fn dense(&self, query: &[f32], lexical: &[usize]) -> Option<Dense>;
 }
 
 /// A dense ranking: the chunks scored, nearest first, with their cosine distances.
@@ -261,6 +262,9 @@ pub(crate) struct Ranked {
     pub cut: f32,
     pub foreign: Vec<String>,
     pub timings: Timings,
+    /// The lexical ranking the search fused (an index in pieces names its first chunks'
+    /// content pieces from it).
+    pub lexical: Vec<usize>,
 }
 
 impl Source for Index {
@@ -280,7 +284,7 @@ impl Source for Index {
         self.header.bm25.terms.binary_search_by(|x| x.as_str().cmp(term)).is_ok()
     }
 
-    fn dense(&self, query: &[f32]) -> Option<Dense> {
+    fn dense(&self, query: &[f32], _lexical: &[usize]) -> Option<Dense> {
         // The lexical part of a split index has no vectors to rank by yet: as without the model.
         if !self.has_vectors() {
             return None;
@@ -311,7 +315,7 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
     timings.bm25 = now_ms() - t;
 
     let t = now_ms();
-    let dense = query_vec.filter(|q| q.vector.len() == source.dim()).and_then(|q| source.dense(&q.vector));
+    let dense = query_vec.filter(|q| q.vector.len() == source.dim()).and_then(|q| source.dense(&q.vector, &lexical));
     timings.dense = now_ms() - t;
 
     // Foreign words ask the model's vocabulary too: only a query the model saw has them.
@@ -326,7 +330,7 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
     let empty = Vec::new();
     let dense_order = dense.as_ref().map_or(&empty, |d| &d.order);
     let ranking: Vec<usize> = match mode {
-        Mode::Bm25 => lexical,
+        Mode::Bm25 => lexical.clone(),
         Mode::Dense => dense_order.clone(),
         Mode::Hybrid => fuse::rrf(&[&lexical, dense_order]).into_iter().map(|(c, _)| c).collect(),
     };
@@ -340,7 +344,7 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
     let answer = gate_distances(&walked, cut, opts.max_chunks);
     let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
     let shown = ranking.iter().take(shown).map(|&c| (c, distance(c))).collect();
-    Ranked { shown, answer, mode, cut, foreign, timings }
+    Ranked { shown, answer, mode, cut, foreign, timings, lexical }
 }
 
 /// Walks the ranking top-down and keeps at most `max_chunks` hits whose cosine distance is

@@ -204,7 +204,7 @@ struct LayoutArgs {
     #[arg(long, default_value_t = 0)]
     lists: usize,
     /// Lists a query probes in an index in pieces
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 16)]
     nprobe: usize,
 }
 

@@ -157,8 +157,13 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
         let lexical_pieces = plan.lexical_pieces(bm, &q.text);
         for ((&nprobe, row), cache) in args.nprobe.iter().zip(&mut rows).zip(&mut caches) {
             let probed = plan.probe(&qv.vector, nprobe);
-            let candidates: Vec<usize> = probed.iter().flat_map(|&l| plan.lists[l].iter().map(|&c| c as usize)).collect();
-            let in_probed: HashSet<usize> = candidates.iter().copied().collect();
+            // The probed lists' chunks and the lexical candidates, as a reader scores them.
+            let lexical_candidates = lexical.iter().take(pieces::LEXICAL_CANDIDATES as usize).copied();
+            let mut candidates: Vec<usize> =
+                probed.iter().flat_map(|&l| plan.lists[l].iter().map(|&c| c as usize)).chain(lexical_candidates.clone()).collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            let scored: HashSet<usize> = candidates.iter().copied().collect();
             let dense = match &coded_dist {
                 Some(d) => {
                     let mut c = candidates;
@@ -168,8 +173,8 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
                 None => by_distance(candidates),
             };
             let hybrid: Vec<usize> = fuse::rrf(&[&lexical, &dense]).into_iter().map(|(c, _)| c).collect();
-            // Distances are known for the probed lists' chunks only: another chunk never answers.
-            let answer = gate(&hybrid, &|c| in_probed.contains(&c));
+            // Distances are known for the scored chunks only: another chunk never answers.
+            let answer = gate(&hybrid, &|c| scored.contains(&c));
             row.same_answer += usize::from(answer == exact_answer);
             row.dense_overlap += top(&dense).intersection(&top(&exact_dense)).count() as f64 / 20f64.min(exact_dense.len() as f64).max(1.0);
             row.hybrid_overlap +=
@@ -181,7 +186,8 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
                 row.dense_found_exact += usize::from(found(index, &exact_dense, needle));
                 row.dense_found_pieces += usize::from(found(index, &dense, needle));
             }
-            let shown: Vec<usize> = hybrid.iter().take(args.shown).copied().chain(answer.iter().copied()).collect();
+            let shown: Vec<usize> =
+                hybrid.iter().take(args.shown).copied().chain(answer.iter().copied()).chain(lexical_candidates).collect();
             let mut pieces: HashMap<(u8, usize), usize> = HashMap::new();
             pieces.extend(lexical_pieces.iter().map(|&p| ((0, p), plan.lexical_bytes[p])));
             pieces.extend(probed.iter().map(|&l| ((1, l), plan.list_bytes(l))));
