@@ -9,7 +9,7 @@ use needle::build::{build_index, BuildOptions, LoadedModel};
 use needle::model::ModelFiles;
 use needle::query::bm25::Bm25;
 use needle::query::index::Index;
-use needle::query::search::{self, Mode, SearchOptions};
+use needle::query::search::{self, Fusion, Mode, SearchOptions};
 use std::hint::black_box;
 use std::path::Path;
 
@@ -62,9 +62,13 @@ fn bench(c: &mut Criterion) {
     let mut dense: Vec<usize> = (0..n).collect();
     dense.sort_by(|&a, &b| dist[a].total_cmp(&dist[b]));
     c.bench_function(&format!("rrf fusion ({n} chunks)"), |b| b.iter(|| black_box(needle::query::fuse::rrf(&[&bm, &dense]))));
-    for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid] {
-        let opts = SearchOptions { mode, ..SearchOptions::default() };
-        c.bench_function(&format!("search {mode:?} without embedding ({n} chunks)"), |b| {
+    c.bench_function(&format!("page list ({n} chunks)"), |b| b.iter(|| black_box(search::page_order(&idx, black_box(&dist)))));
+    for (mode, fusion) in
+        [(Mode::Bm25, Fusion::Pages), (Mode::Dense, Fusion::Pages), (Mode::Hybrid, Fusion::Plain), (Mode::Hybrid, Fusion::Pages)]
+    {
+        let opts = SearchOptions { mode, fusion, ..SearchOptions::default() };
+        let name = if mode == Mode::Hybrid { format!("{mode:?} {fusion:?}") } else { format!("{mode:?}") };
+        c.bench_function(&format!("search {name} without embedding ({n} chunks)"), |b| {
             b.iter(|| black_box(search::search(&idx, black_box(q), Some(&qv), &opts)))
         });
     }

@@ -240,7 +240,13 @@ impl Engine {
     /// `{"missing": [file names]}` instead: hand those pieces over (`addPiece`) and search again.
     pub fn search(&self, query: &str, k: usize, mode: &str, cut: Option<f32>, max_chunks: Option<u32>) -> Result<String, JsError> {
         let mode = parse_mode(mode)?;
-        let opts = SearchOptions { mode, k, cut, max_chunks: max_chunks.unwrap_or(self.store.settings().max_chunks) as usize };
+        let opts = SearchOptions {
+            mode,
+            k,
+            cut,
+            max_chunks: max_chunks.unwrap_or(self.store.settings().max_chunks) as usize,
+            ..Default::default()
+        };
         match &self.store {
             Store::Whole(index) => {
                 let (vector, embed_ms) = self.query_vector(query)?;
@@ -284,7 +290,15 @@ impl Engine {
                 .ok_or_else(|| err(format!("prompt: chunk {} is not in this index", h.chunk)))?;
             hits.push(hit);
         }
-        let result = SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: Vec::new(), timings: Timings::default() };
+        let result = SearchResult {
+            hits,
+            answer: r.answer,
+            mode: r.mode,
+            cut: r.cut,
+            foreign: Vec::new(),
+            timings: Timings::default(),
+            walked: Vec::new(),
+        };
         Ok(build_prompt(question, &citations(self.store.entries(), &result)))
     }
 

@@ -436,7 +436,8 @@ fn ask_pieces(
 /// An index written in pieces (`needle::build::pieces::write`, read by
 /// `needle::query::pieces::Pieced`) answers every question of the fixture, answerable and
 /// out-of-domain, exactly as the whole index does when every list is probed: the same hits,
-/// distances, answer, cut and foreign words in every mode. A reader asks for what it lacks in
+/// distances, answer, cut and foreign words in every mode (hybrid fused plainly on both sides: an
+/// index in pieces has no page vectors, and the test below checks that it falls back). A reader asks for what it lacks in
 /// at most three rounds (terms and lists, then the lexical candidates' and shown hits' content,
 /// then the content of hits the candidates moved in). With one list probed, the dense side
 /// still scores the lexical top 20 with their exact distances. A corrupt, truncated,
@@ -445,7 +446,7 @@ fn ask_pieces(
 fn an_index_in_pieces_answers_as_the_whole_index() {
     use needle::build::pieces::{self, PieceConfig, PiecePlan};
     use needle::query::pieces::{seal_piece, PieceId, Pieced, HEAD_FILE};
-    use needle::query::search::{search, Mode, SearchOptions};
+    use needle::query::search::{search, Fusion, Mode, SearchOptions};
     let idx = read_index(&built(false).index).expect("index");
     let plan = PiecePlan::new(&idx, &PieceConfig { lists: 16, lexical_bytes: 8 * 1024, content_bytes: 4 * 1024, ..Default::default() });
     let files = pieces::write(&idx, &plan, 16).expect("write the pieces");
@@ -463,7 +464,7 @@ fn an_index_in_pieces_answers_as_the_whole_index() {
     for (id, q) in answerable.iter().chain(ood().iter()) {
         let qv = emb.query(q).expect("embed");
         for mode in [Mode::Hybrid, Mode::Bm25, Mode::Dense] {
-            let opts = SearchOptions { mode, k: 10, ..Default::default() };
+            let opts = SearchOptions { mode, k: 10, fusion: Fusion::Plain, ..Default::default() };
             let whole = search(&idx, q, Some(&qv), &opts);
             let got = ask(&mut reader, q, Some(&qv), &opts);
             assert_eq!(

@@ -88,7 +88,7 @@ fn odd_queries() -> Vec<String> {
 fn check(idx: &Index, emb: &needle::embed::Embedder, q: &str, mode: Mode) {
     let v = emb.query(q).unwrap_or_else(|e| panic!("embedding {:?}… failed: {e}", q.chars().take(40).collect::<String>()));
     assert_eq!(v.vector.len(), idx.dim());
-    let r = search::search(idx, q, Some(&v), &SearchOptions { mode, k: 8, cut: None, max_chunks: 4 });
+    let r = search::search(idx, q, Some(&v), &SearchOptions { mode, k: 8, cut: None, max_chunks: 4, ..Default::default() });
     assert!(r.hits.len() <= 8);
     assert!(r.answer.len() <= 4 && r.answer.iter().all(|&i| i < r.hits.len()), "the gate keeps hits it returned");
     for h in &r.hits {
@@ -106,7 +106,8 @@ fn odd_queries_get_hits_or_no_answer_never_an_error() {
     }
     // Punctuation and emoji carry no word: BM25 finds nothing, and the gate refuses them.
     let v = emb.query("?!.,;:").expect("embed");
-    let r = search::search(&idx, "?!.,;:", Some(&v), &SearchOptions { mode: Mode::Bm25, k: 8, cut: None, max_chunks: 4 });
+    let r =
+        search::search(&idx, "?!.,;:", Some(&v), &SearchOptions { mode: Mode::Bm25, k: 8, cut: None, max_chunks: 4, ..Default::default() });
     assert!(r.hits.is_empty());
 }
 
@@ -127,7 +128,7 @@ fn ten_thousand_queries_leave_the_heap_flat() {
     }
     queries.extend(odd_queries());
     assert!(queries.len() > 80);
-    let opts = SearchOptions { mode: Mode::Hybrid, k: 20, cut: None, max_chunks: 4 };
+    let opts = SearchOptions { mode: Mode::Hybrid, k: 20, cut: None, max_chunks: 4, ..Default::default() };
     let run = |q: &str| {
         let v = emb.query(q).expect("embed");
         let r = search::search(&idx, q, Some(&v), &opts);

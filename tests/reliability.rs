@@ -106,7 +106,7 @@ fn an_incremental_rebuild_embeds_only_what_changed_and_equals_a_clean_build() {
     // And answers the same.
     let q = "What is PhantomData for?";
     let v = model().embedder().expect("embedder").query(q).expect("embed");
-    let o = SearchOptions { mode: Mode::Hybrid, k: 10, cut: None, max_chunks: 4 };
+    let o = SearchOptions { mode: Mode::Hybrid, k: 10, cut: None, max_chunks: 4, ..Default::default() };
     let (a, b) = (search::search(&second, q, Some(&v), &o), search::search(&clean, q, Some(&v), &o));
     assert_eq!(
         a.hits.iter().map(|h| (&h.page, h.from, h.to)).collect::<Vec<_>>(),
@@ -229,7 +229,12 @@ fn broken_pages_end_failed_or_skipped_with_reasons_and_the_rest_is_searchable() 
     for (q, page) in
         [("naïve résumé café crème", "latin1.html"), ("deep text survives", "nested.html"), ("casting between types with as", "casts.html")]
     {
-        let r = search::search(&idx, q, Some(&v(q)), &SearchOptions { mode: Mode::Hybrid, k: 3, cut: None, max_chunks: 4 });
+        let r = search::search(
+            &idx,
+            q,
+            Some(&v(q)),
+            &SearchOptions { mode: Mode::Hybrid, k: 3, cut: None, max_chunks: 4, ..Default::default() },
+        );
         assert_eq!(r.hits.first().map(|h| h.page.as_str()), Some(page), "{q}");
     }
     let latin = idx.header.chunks.iter().find(|c| idx.header.pages[c.page as usize].path == "latin1.html").expect("latin1 chunk");
@@ -293,11 +298,21 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
                 // The same question finds the same page, lexically and with the model it names.
                 let q = expected["query"].as_str().expect("query");
                 let want = expected["top_page"].as_str().expect("top_page");
-                let bm25 = search::search(&idx, q, None, &SearchOptions { mode: Mode::Bm25, k: 3, cut: None, max_chunks: 4 });
+                let bm25 = search::search(
+                    &idx,
+                    q,
+                    None,
+                    &SearchOptions { mode: Mode::Bm25, k: 3, cut: None, max_chunks: 4, ..Default::default() },
+                );
                 assert_eq!(bm25.hits.first().map(|h| h.page.as_str()), Some(want), "v{version} bm25");
                 idx.check_model(&int8_model().stamp, "compat").expect("the compat index names the int8 model");
                 let v = int8_model().embedder().expect("embedder").query(q).expect("embed");
-                let dense = search::search(&idx, q, Some(&v), &SearchOptions { mode: Mode::Dense, k: 3, cut: None, max_chunks: 4 });
+                let dense = search::search(
+                    &idx,
+                    q,
+                    Some(&v),
+                    &SearchOptions { mode: Mode::Dense, k: 3, cut: None, max_chunks: 4, ..Default::default() },
+                );
                 assert_eq!(dense.hits.first().map(|h| h.page.as_str()), Some(want), "v{version} dense");
                 let d = dense.hits.first().map(|h| h.distance).unwrap_or(f32::NAN);
                 let want_d = expected["top_distance"].as_f64().expect("top_distance") as f32;

@@ -1,9 +1,9 @@
 //! Shared by the index targets (included with `#[path]`, not a target itself).
 #![allow(dead_code)]
 
-use needle::query::bm25::Bm25;
 use needle::doc::chunk::ChunkConfig;
-use needle::query::index::{sha256_hex, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Gate, Settings, Stamp};
+use needle::query::bm25::Bm25;
+use needle::query::index::{sha256_hex, ChunkEntry, Gate, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp};
 use needle::query::search::{self, Mode, QueryVector, SearchOptions};
 use sha2::{Digest, Sha256};
 
@@ -11,8 +11,24 @@ use sha2::{Digest, Sha256};
 /// so that every `PageStatus` variant is in the bytes.
 pub fn tiny() -> Index {
     let chunks = vec![
-        ChunkEntry { page: 0, section: "S".into(), from: 0, to: 5, content: "hello".into(), header: "[T > S]".into(), locator: Default::default() },
-        ChunkEntry { page: 0, section: "S".into(), from: 7, to: 12, content: "world".into(), header: "[T > S]".into(), locator: Default::default() },
+        ChunkEntry {
+            page: 0,
+            section: "S".into(),
+            from: 0,
+            to: 5,
+            content: "hello".into(),
+            header: "[T > S]".into(),
+            locator: Default::default(),
+        },
+        ChunkEntry {
+            page: 0,
+            section: "S".into(),
+            from: 7,
+            to: 12,
+            content: "world".into(),
+            header: "[T > S]".into(),
+            locator: Default::default(),
+        },
     ];
     let bm25 = Bm25::build(chunks.iter().map(|c| c.embedded_text()).collect::<Vec<_>>().iter().map(|s| s.as_str()));
     let page = |path: &str, status: PageStatus, text_len: u32, chunk_count: u32| PageEntry {
@@ -24,8 +40,8 @@ pub fn tiny() -> Index {
         chunk_count,
         host: String::new(),
     };
-    Index {
-        header: Header {
+    Index::new(
+        Header {
             stamp: Stamp {
                 model: ModelStamp { name: "m".into(), dim: 2, model_sha256: "aa".into(), tokenizer_sha256: "bb".into() },
                 pipeline_version: 1,
@@ -47,8 +63,8 @@ pub fn tiny() -> Index {
             chunks,
             bm25,
         },
-        vectors: vec![1.0, 0.0, 0.0, 1.0],
-    }
+        vec![1.0, 0.0, 0.0, 1.0],
+    )
 }
 
 /// Rewrites the checksum slot (the 32 bytes before the end magic) so that a mutated body gets
@@ -74,7 +90,7 @@ pub fn use_index(idx: &Index) {
         }
     }
     for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid] {
-        let opts = SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
+        let opts = SearchOptions { mode, k: 5, cut: None, max_chunks: 4, ..Default::default() };
         let q = vec![0.5f32; dim.min(4096)];
         // "zzz" is a word no model holds whole: the gate's foreign-word path runs too.
         let qv = (q.len() == dim).then(|| QueryVector { vector: q, unknown_to_model: vec!["zzz".into(), "world".into()] });

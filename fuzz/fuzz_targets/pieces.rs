@@ -49,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let qv = QueryVector { vector: vec![0.6, 0.8], unknown_to_model: vec!["zzz".into()] };
     for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid] {
-        let opts = SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
+        let opts = SearchOptions { mode, k: 5, cut: None, max_chunks: 4, ..Default::default() };
         for q in ["hello world", "zzz", ""] {
             let _ = reader.search(q, Some(&qv), &opts);
             let _ = reader.search(q, None, &opts);

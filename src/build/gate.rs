@@ -3,7 +3,8 @@
 //! questions across many ecosystems, none about any particular site) and sets the cut where
 //! only [`BACKGROUND_ANSWERED`] of them would still be answered. A site whose text lies near
 //! everything (long, general chunks) gets a lower cut, a small or narrow site a higher one.
-//! Each question is scored as the search would gate it: the closest chunk the gate walks, plus
+//! Each question is scored as the search would gate it: the closest chunk the gate walks
+//! (`SearchResult::walked`), plus
 //! the foreign-word penalty ([`crate::query::index::Gate::Auto`]), so the penalty's effect on
 //! the background is part of the choice.
 //!
@@ -36,13 +37,13 @@ pub fn choose(index: &mut Index, embedder: &Embedder) -> Result<(), Error> {
     let questions = background();
     let vectors: Vec<_> = questions.par_iter().map(|q| embedder.query(q)).collect::<Result<_, _>>()?;
     let depth = index.header.settings.gate_depth as usize;
-    let opts = SearchOptions { mode: Mode::Hybrid, k: depth, cut: Some(f32::NEG_INFINITY), max_chunks: 0 };
+    let opts = SearchOptions { mode: Mode::Hybrid, k: depth, cut: Some(f32::NEG_INFINITY), max_chunks: 0, ..Default::default() };
     let mut scores: Vec<f32> = questions
         .iter()
         .zip(&vectors)
         .filter_map(|(q, v)| {
             let r = search::search(index, q, Some(v), &opts);
-            let closest = r.hits.iter().map(|h| h.distance).filter(|d| d.is_finite()).reduce(f32::min)?;
+            let closest = r.walked.iter().filter_map(|&i| r.hits.get(i)).map(|h| h.distance).filter(|d| d.is_finite()).reduce(f32::min)?;
             Some(closest + FOREIGN_PENALTY * r.foreign.len().min(2) as f32 / 2.0)
         })
         .collect();

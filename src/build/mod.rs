@@ -266,8 +266,8 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
     let bm25 = index::bm25_of(&chunks);
     // A part's gate is chosen by the merge, over the whole site.
     let gate = if opts.auto_gate { Gate::Auto { foreign_penalty: 0.0, background_answered: 0.0 } } else { Gate::Cut };
-    let mut index = Index {
-        header: Header {
+    let mut index = Index::new(
+        Header {
             stamp,
             settings: Settings {
                 chunk: opts.chunk.clone(),
@@ -282,7 +282,7 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
             bm25,
         },
         vectors,
-    };
+    );
     if opts.auto_gate && opts.part.is_none() {
         let t = Instant::now();
         gate::choose(&mut index, &embedder)?;

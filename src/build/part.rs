@@ -222,7 +222,7 @@ pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>, models: &[M
     }
     pages.extend(skipped.into_values().cloned());
     let bm25 = index::bm25_of(&chunks);
-    let mut merged = Index { header: Header { pages, chunks, bm25, ..first }, vectors };
+    let mut merged = Index::new(Header { pages, chunks, bm25, ..first }, vectors);
     if matches!(merged.header.settings.gate, Gate::Auto { .. }) {
         let stamp = &merged.header.stamp.model;
         let model = models

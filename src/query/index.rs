@@ -335,9 +335,52 @@ pub struct Index {
     pub header: Header,
     /// Row-major, `chunks × dim`, L2-normalised.
     pub vectors: Vec<f32>,
+    page_norms: PageNorms,
+}
+
+/// Each page's length of the sum of its chunk vectors ([`Index::page_norms`]): derived from the
+/// vectors at first use and kept, never stored, so it plays no part in comparing two indexes. A
+/// clone starts without it (whoever clones an index may change its chunks before searching).
+#[derive(Debug, Default)]
+struct PageNorms(std::sync::OnceLock<Vec<f32>>);
+
+impl Clone for PageNorms {
+    fn clone(&self) -> Self {
+        PageNorms::default()
+    }
+}
+
+impl PartialEq for PageNorms {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Index {
+    pub fn new(header: Header, vectors: Vec<f32>) -> Index {
+        Index { header, vectors, page_norms: PageNorms::default() }
+    }
+
+    /// Per page, the length of the sum of its chunks' vectors (0 for a page without chunks):
+    /// the page's vector is that sum over this length (`search::page_order`). Computed once,
+    /// on first use after the vectors are read: change an index's chunks or vectors before its
+    /// first search, or in a clone.
+    pub fn page_norms(&self) -> &[f32] {
+        self.page_norms.0.get_or_init(|| {
+            let d = self.dim();
+            let mut sums = vec![0f32; self.header.pages.len() * d];
+            if d > 0 {
+                for (entry, v) in self.header.chunks.iter().zip(self.vectors.chunks_exact(d)) {
+                    let p = entry.page as usize;
+                    if let Some(sum) = sums.get_mut(p * d..(p + 1) * d) {
+                        sum.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+                    }
+                }
+            }
+            sums.chunks_exact(d.max(1)).map(|s| crate::query::search::dot(s, s).sqrt()).collect()
+        })
+    }
+
     pub fn dim(&self) -> usize {
         self.header.stamp.model.dim as usize
     }
@@ -427,6 +470,7 @@ impl Index {
             return Err(malformed(format!("{} vectors of dimension {} for {n} chunks of dimension {dim}", word(44), word(48))));
         }
         self.vectors = read_vector_block(&bytes[52..body_end], n, dim).map_err(malformed)?;
+        self.page_norms = PageNorms::default();
         Ok(())
     }
 
@@ -481,7 +525,7 @@ impl Index {
         } else {
             read_vector_block(raw, header.chunks.len(), header.stamp.model.dim as usize).map_err(malformed)?
         };
-        let index = Index { header, vectors };
+        let index = Index::new(header, vectors);
         index.validate().map_err(malformed)?;
         Ok(index)
     }
@@ -650,8 +694,8 @@ pub(crate) mod tests {
             },
         ];
         let bm25 = Bm25::build(chunks.iter().map(|c| c.embedded_text()).collect::<Vec<_>>().iter().map(|s| s.as_str()));
-        Index {
-            header: Header {
+        Index::new(
+            Header {
                 stamp: Stamp {
                     model: ModelStamp { name: "m".into(), dim: 2, model_sha256: "aa".into(), tokenizer_sha256: "bb".into() },
                     pipeline_version: 1,
@@ -677,8 +721,8 @@ pub(crate) mod tests {
                 chunks,
                 bm25,
             },
-            vectors: [quantized(&[1.0, 0.0]), quantized(&[0.0, 1.0])].concat(),
-        }
+            [quantized(&[1.0, 0.0]), quantized(&[0.0, 1.0])].concat(),
+        )
     }
 
     #[test]
@@ -814,7 +858,7 @@ pub(crate) mod tests {
             if let Ok(idx) = Index::from_bytes(&bytes, "fuzz") {
                 let dim = idx.dim();
                 for mode in [crate::query::search::Mode::Bm25, crate::query::search::Mode::Dense, crate::query::search::Mode::Hybrid] {
-                    let opts = crate::query::search::SearchOptions { mode, k: 5, cut: None, max_chunks: 4 };
+                    let opts = crate::query::search::SearchOptions { mode, k: 5, cut: None, max_chunks: 4, ..Default::default() };
                     let q = vec![0.5f32; dim.min(4096)];
                     let qv = (q.len() == dim).then(|| crate::query::search::QueryVector { vector: q, unknown_to_model: vec!["world".into()] });
                     let r = crate::query::search::search(&idx, "hello world", qv.as_ref(), &opts);

@@ -463,7 +463,7 @@ impl Pieced {
             return Err(missing);
         }
         let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| self.hit(c, d, i + 1)).collect();
-        Ok(SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings })
+        Ok(SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings, walked: r.walked })
     }
 
     /// The query's words worth marking in a result ([`bm25::marked`]), from the lexical pieces

@@ -10,9 +10,31 @@ pub enum Mode {
     Hybrid,
 }
 
+/// How the hybrid ranking fuses its lists (`Mode::Hybrid` only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// BM25 and dense by reciprocal rank fusion: needle's method before the page list, kept so
+    /// the comparison can be run again (`--fusion plain`).
+    Plain,
+    /// The plain fusion's first hit, then BM25, dense and the page list ([`page_order`]) fused
+    /// by reciprocal rank fusion. A reader who describes a symptom in their own words rarely
+    /// names the answer's sentence, but the page that holds it is often nearer their question
+    /// than any one chunk of it: the page list lifts its chunks into the hits after the first.
+    /// The first stays the one BM25 and dense agree on, which a doc-phrased question usually
+    /// finds exactly (a page list alone moves it down). The gate walks only the chunks plain
+    /// fusion also ranks within its depth (`SearchResult::walked`): the page list chooses which
+    /// of them answer, and never answers a question plain fusion refuses. An index in pieces has
+    /// no page vectors and fuses plainly.
+    #[default]
+    Pages,
+}
+
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
     pub mode: Mode,
+    /// How a hybrid ranking fuses.
+    pub fusion: Fusion,
     /// How many hits of the ungated ranking to show. The gate does not depend on it: it walks
     /// the index's gate depth, and `hits` grows to the last answered hit if that lies deeper.
     pub k: usize,
@@ -69,6 +91,11 @@ pub struct SearchResult {
     pub foreign: Vec<String>,
     /// Milliseconds.
     pub timings: Timings,
+    /// Positions in the ranking the gate walked, best first (those below `hits.len()` index
+    /// `hits`): the top of the ranking to the gate's depth, and with the page list only those
+    /// plain fusion also ranks there ([`Fusion::Pages`]). `needle eval` re-gates these at other cuts.
+    #[serde(skip)]
+    pub walked: Vec<usize>,
 }
 
 use crate::query::bm25;
@@ -178,7 +205,7 @@ impl Hit {
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { mode: Mode::Hybrid, k: 20, cut: None, max_chunks: 4 }
+        SearchOptions { mode: Mode::Hybrid, fusion: Fusion::default(), k: 20, cut: None, max_chunks: 4 }
     }
 }
 
@@ -226,6 +253,11 @@ pub(crate) trait Source {
     /// `None` when it holds no vectors. `lexical` is the query's lexical ranking (an index in
     /// pieces scores its first chunks too; a whole index scores every chunk anyway).
     fn dense(&self, query: &[f32], lexical: &[usize]) -> Option<Dense>;
+    /// The page list of [`Fusion::Pages`] for a dense ranking of this source; `None` when the
+    /// source cannot rank every page (an index in pieces).
+    fn page_order(&self, _dense: &Dense) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 /// A dense ranking: the chunks scored, nearest first, with their cosine distances.
@@ -265,6 +297,8 @@ pub(crate) struct Ranked {
     /// The lexical ranking the search fused (an index in pieces names its first chunks'
     /// content pieces from it).
     pub lexical: Vec<usize>,
+    /// Positions in the ranking the gate walked (`SearchResult::walked`).
+    pub walked: Vec<usize>,
 }
 
 impl Source for Index {
@@ -294,6 +328,34 @@ impl Source for Index {
         order.sort_unstable_by(|&a, &b| dist[a].total_cmp(&dist[b]).then(a.cmp(&b)));
         Some(Dense { order, distances: Distances::Every(dist) })
     }
+
+    fn page_order(&self, dense: &Dense) -> Option<Vec<usize>> {
+        match &dense.distances {
+            Distances::Every(dist) => Some(page_order(self, dist)),
+            Distances::Probed(_) => None,
+        }
+    }
+}
+
+/// Every chunk ordered by its page's cosine distance to the query, then by its own distance
+/// `dist` (ties by chunk number): the page list of [`Fusion::Pages`]. A page's vector is the
+/// normalised mean of its chunks' vectors, so its cosine similarity to the query is the sum of
+/// its chunks' similarities over the length of their vector sum ([`Index::page_norms`]): the
+/// index stores nothing for it, and a query adds one pass over the chunk distances.
+pub fn page_order(index: &Index, dist: &[f32]) -> Vec<usize> {
+    let norms = index.page_norms();
+    let mut similarity = vec![0f32; norms.len()];
+    let page_of = |c: usize| index.header.chunks.get(c).map(|e| e.page as usize).filter(|&p| p < norms.len());
+    for (c, d) in dist.iter().enumerate() {
+        if let Some(p) = page_of(c) {
+            similarity[p] += 1.0 - d;
+        }
+    }
+    let page_distance: Vec<f32> = similarity.iter().zip(norms).map(|(s, n)| if *n > 0.0 { 1.0 - s / n } else { f32::INFINITY }).collect();
+    let key = |c: usize| page_of(c).map_or(f32::INFINITY, |p| page_distance[p]);
+    let mut order: Vec<usize> = (0..dist.len()).collect();
+    order.sort_unstable_by(|&a, &b| key(a).total_cmp(&key(b)).then(dist[a].total_cmp(&dist[b])).then(a.cmp(&b)));
+    order
 }
 
 /// Searches a loaded index. `query_vec` is the query as the model saw it; without it (the
@@ -302,7 +364,7 @@ impl Source for Index {
 pub fn search(index: &Index, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
     let r = rank(index, query, query_vec, opts);
     let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| index.hit(c, d, i + 1)).collect();
-    SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings }
+    SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings, walked: r.walked }
 }
 
 /// The search of [`search`] over any [`Source`]: both rankings, their fusion and the gate.
@@ -329,33 +391,50 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
     let t = now_ms();
     let empty = Vec::new();
     let dense_order = dense.as_ref().map_or(&empty, |d| &d.order);
-    let ranking: Vec<usize> = match mode {
-        Mode::Bm25 => lexical.clone(),
-        Mode::Dense => dense_order.clone(),
-        Mode::Hybrid => fuse::rrf(&[&lexical, dense_order]).into_iter().map(|(c, _)| c).collect(),
-    };
-    timings.fuse = now_ms() - t;
-
     // The gate walks the index's depth whatever k is asked for, so the CLI, the widget, the API
     // and eval give one question one answer; the hits shown reach at least the last answer.
     let depth = settings.gate_depth as usize;
+    // With the page list, the chunks the gate may answer with are plain fusion's top `depth`:
+    // the page list orders them but never widens them, so a question plain fusion refuses is
+    // refused (a page near an out-of-domain question would otherwise lift its chunks into the
+    // walk: 2 more bluffs of 30 on the Edition Guide).
+    let (ranking, walkable): (Vec<usize>, Option<Vec<usize>>) = match mode {
+        Mode::Bm25 => (lexical.clone(), None),
+        Mode::Dense => (dense_order.clone(), None),
+        Mode::Hybrid => {
+            let plain: Vec<usize> = fuse::rrf(&[&lexical, dense_order]).into_iter().map(|(c, _)| c).collect();
+            let pages = dense.as_ref().filter(|_| opts.fusion == Fusion::Pages).and_then(|d| source.page_order(d));
+            match (pages, plain.first().copied()) {
+                (Some(pages), Some(first)) => {
+                    let fused = std::iter::once(first)
+                        .chain(fuse::rrf(&[&lexical, dense_order, &pages]).into_iter().map(|(c, _)| c).filter(|&c| c != first))
+                        .collect();
+                    (fused, Some(plain.into_iter().take(depth).collect()))
+                }
+                _ => (plain, None),
+            }
+        }
+    };
+    timings.fuse = now_ms() - t;
+
     let distance = |c: usize| dense.as_ref().map_or(f32::NAN, |d| d.distances.of(c));
-    let walked: Vec<f32> = ranking.iter().take(depth).map(|&c| distance(c)).collect();
-    let answer = gate_distances(&walked, cut, opts.max_chunks);
+    let walked: Vec<usize> = (0..ranking.len().min(depth)).filter(|&i| walkable.as_ref().is_none_or(|w| w.contains(&ranking[i]))).collect();
+    let answer = gate_walk(&walked, |i| distance(ranking[i]), cut, opts.max_chunks);
     let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
     let shown = ranking.iter().take(shown).map(|&c| (c, distance(c))).collect();
-    Ranked { shown, answer, mode, cut, foreign, timings, lexical }
+    Ranked { shown, answer, mode, cut, foreign, timings, lexical, walked }
 }
 
-/// Walks the ranking top-down and keeps at most `max_chunks` hits whose cosine distance is
-/// under `cut`. Empty means NO ANSWER. An unknown (NaN) distance never passes.
-pub fn gate(hits: &[Hit], cut: f32, max_chunks: usize) -> Vec<usize> {
-    let distances: Vec<f32> = hits.iter().map(|h| h.distance).collect();
-    gate_distances(&distances, cut, max_chunks)
+/// Walks `hits` at the positions `walked` (a search's `SearchResult::walked`), in order, and
+/// keeps at most `max_chunks` whose cosine distance is under `cut`. Empty means NO ANSWER. An
+/// unknown (NaN) distance, or a position past the hits, never passes.
+pub fn gate(hits: &[Hit], walked: &[usize], cut: f32, max_chunks: usize) -> Vec<usize> {
+    gate_walk(walked, |i| hits.get(i).map_or(f32::NAN, |h| h.distance), cut, max_chunks)
 }
 
-fn gate_distances(distances: &[f32], cut: f32, max_chunks: usize) -> Vec<usize> {
-    distances.iter().enumerate().filter(|(_, d)| **d < cut).map(|(i, _)| i).take(max_chunks).collect()
+/// The gate over positions: `distance_at(position)` for each walked position, in order.
+fn gate_walk(walked: &[usize], distance_at: impl Fn(usize) -> f32, cut: f32, max_chunks: usize) -> Vec<usize> {
+    walked.iter().copied().filter(|&i| distance_at(i) < cut).take(max_chunks).collect()
 }
 
 #[cfg(test)]
@@ -421,8 +500,11 @@ mod tests {
             rank: 1,
         };
         let hits = [h(0.7), h(0.3), h(0.5), h(f32::NAN), h(0.1), h(0.2), h(0.4)];
-        assert_eq!(gate(&hits, 0.6, 4), vec![1, 2, 4, 5]);
-        assert!(gate(&hits, 0.05, 4).is_empty());
+        let every: Vec<usize> = (0..hits.len()).collect();
+        assert_eq!(gate(&hits, &every, 0.6, 4), vec![1, 2, 4, 5]);
+        assert!(gate(&hits, &every, 0.05, 4).is_empty());
+        // Only the walked positions, in the walk's order; one past the hits never passes.
+        assert_eq!(gate(&hits, &[6, 2, 0, 9, 1], 0.6, 2), vec![6, 2]);
     }
 
     #[test]
@@ -445,6 +527,54 @@ mod tests {
         assert_eq!(r.mode, Mode::Hybrid);
         assert_eq!(r.answer.len(), 1, "only 'world' is under the cut");
         assert_eq!(r.hits[r.answer[0]].content, "world");
+    }
+
+    /// Two pages of three chunks in two dimensions, the query along the first axis: page 0 holds
+    /// the nearest chunk but leans away as a whole, page 1 leans toward the query.
+    fn two_pages() -> Index {
+        use crate::query::index::ChunkEntry;
+        let mut idx = tiny();
+        let page = idx.header.pages[0].clone();
+        idx.header.pages = vec![PageEntry { chunk_count: 3, ..page.clone() }, PageEntry { path: "q.html".into(), chunk_count: 3, ..page }];
+        let vectors: [[f32; 2]; 6] = [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.9, 0.435_89], [0.6, 0.8], [0.0, 1.0]];
+        idx.header.chunks =
+            (0..6).map(|c| ChunkEntry { page: (c / 3) as u32, content: format!("chunk{c}"), ..idx.header.chunks[0].clone() }).collect();
+        idx.header.bm25 = crate::query::index::bm25_of(&idx.header.chunks);
+        idx.vectors = vectors.concat();
+        idx
+    }
+
+    #[test]
+    fn the_page_list_orders_chunks_by_their_pages_vector_then_their_own() {
+        let idx = two_pages();
+        // Page 1's vector (its chunks' mean) is nearer the query than page 0's, though chunk 0
+        // (page 0) is the nearest chunk of all.
+        let dist = distances(&idx, &[1.0, 0.0]);
+        assert_eq!(page_order(&idx, &dist), vec![3, 4, 5, 0, 1, 2]);
+        let norms = idx.page_norms();
+        assert!(
+            (norms[0] - 5f32.sqrt()).abs() < 1e-5 && (norms[1] - (1.5f32.powi(2) + 2.23589f32.powi(2)).sqrt()).abs() < 1e-4,
+            "{norms:?}"
+        );
+    }
+
+    #[test]
+    fn the_page_fusion_keeps_the_plain_first_hit_and_lifts_the_near_pages_chunks_after_it() {
+        let idx = two_pages();
+        let qv = QueryVector { vector: vec![1.0, 0.0], unknown_to_model: Vec::new() };
+        let order = |fusion: Fusion| -> Vec<usize> {
+            // "zzz" matches no word, so the ranking is dense and the page list alone.
+            search(&idx, "zzz", Some(&qv), &SearchOptions { fusion, k: 6, ..Default::default() }).hits.iter().map(|h| h.chunk).collect()
+        };
+        // Plain: dense order (chunks 1, 2 and 5 tie at distance 1 and break by number).
+        assert_eq!(order(Fusion::Plain), vec![0, 3, 4, 1, 2, 5]);
+        // Pages: chunk 0 stays first; chunk 5 rises above page 0's far chunks with its page.
+        assert_eq!(order(Fusion::Pages), vec![0, 3, 4, 5, 1, 2]);
+        // BM25 and dense alone ignore the fusion.
+        for mode in [Mode::Bm25, Mode::Dense] {
+            let r = |fusion| search(&idx, "chunk5", Some(&qv), &SearchOptions { mode, fusion, ..Default::default() }).hits;
+            assert_eq!(r(Fusion::Plain), r(Fusion::Pages), "{mode:?}");
+        }
     }
 
     #[test]

@@ -131,21 +131,22 @@ export const docsSite = () => widgetSite(join(ROOT, "docs"), "docs-site", { addW
  * query of a test to `primeNative` first so the model is loaded once.
  */
 const nativeMemo = new Map();
-const memoKey = (bundle, query, k, mode) => JSON.stringify([bundle, query, k, mode]);
-export function primeNative(bundle, queries, { k = 20, mode = "hybrid" } = {}) {
-  const todo = [...new Set(queries)].filter((q) => !nativeMemo.has(memoKey(bundle, q, k, mode)));
+const memoKey = (bundle, query, k, mode, fusion) => JSON.stringify([bundle, query, k, mode, fusion]);
+export function primeNative(bundle, queries, { k = 20, mode = "hybrid", fusion = "pages" } = {}) {
+  const todo = [...new Set(queries)].filter((q) => !nativeMemo.has(memoKey(bundle, q, k, mode, fusion)));
   if (!todo.length) return;
   const input = todo.map((query, id) => JSON.stringify({ id, query })).join("\n") + "\n";
-  const r = spawnSync(NEEDLE, ["search", bundle, "--k", String(k), "--mode", mode], { input, encoding: "utf8", maxBuffer: 256 << 20 });
+  const args = ["search", bundle, "--k", String(k), "--mode", mode, "--fusion", fusion];
+  const r = spawnSync(NEEDLE, args, { input, encoding: "utf8", maxBuffer: 256 << 20 });
   if (r.status !== 0) throw new Error(`needle search failed: ${r.stderr}`);
   for (const line of r.stdout.split("\n").filter((l) => l.trim())) {
     const res = JSON.parse(line);
-    nativeMemo.set(memoKey(bundle, todo[res.id], k, mode), res);
+    nativeMemo.set(memoKey(bundle, todo[res.id], k, mode, fusion), res);
   }
 }
-export function nativeSearch(bundle, query, { k = 20, mode = "hybrid" } = {}) {
-  primeNative(bundle, [query], { k, mode });
-  return nativeMemo.get(memoKey(bundle, query, k, mode));
+export function nativeSearch(bundle, query, { k = 20, mode = "hybrid", fusion = "pages" } = {}) {
+  primeNative(bundle, [query], { k, mode, fusion });
+  return nativeMemo.get(memoKey(bundle, query, k, mode, fusion));
 }
 
 /** Native `needle query INDEX Q --prompt`: the prompt text. */

@@ -1,6 +1,7 @@
 // An index in pieces in the browser (issue 15): the fixture site built with
 // `--pieces always --lists 16 --nprobe 16`, so a query probes every list and must answer exactly
-// as the whole index does (native `needle search` on the same index.needle). The reader fetches
+// as the whole index does (native `needle search --fusion plain` on the same index.needle: an index
+// in pieces has no page vectors, so its hybrid ranking fuses plainly). The reader fetches
 // the head and then only the pieces each search names; once fetched they answer offline; a
 // corrupt piece is refused by name and the rest keeps answering.
 import { after, before, describe, it } from "node:test";
@@ -43,7 +44,7 @@ describe("an index in pieces, in Chromium", () => {
     ({ site, bundle } = piecedSite());
     manifest = JSON.parse(readFileSync(join(bundle, "manifest.json"), "utf8"));
     total = readdirSync(join(bundle, manifest.pieces)).filter((f) => f !== "head.needle").length;
-    primeNative(bundle, queries, { k: 20 });
+    primeNative(bundle, queries, { k: 20, fusion: "plain" });
     primeNative(bundle, queries, { k: 20, mode: "bm25" });
     server = await serve(site, { csp: true });
     browser = await launch();
@@ -102,7 +103,7 @@ describe("an index in pieces, in Chromium", () => {
       const web = results[i];
       assert.ok(!web.error, `${q}: ${web.error}`);
       assert.equal(web.mode, "hybrid", q);
-      const nat = nativeSearch(bundle, q, { k: 20 });
+      const nat = nativeSearch(bundle, q, { k: 20, fusion: "plain" });
       if (JSON.stringify(web.hits.map(key)) !== JSON.stringify(nat.hits.map(key))) differ.push(`${q}: ${web.hits.slice(0, 3).map(key)} vs ${nat.hits.slice(0, 3).map(key)}`);
       web.hits.forEach((h, j) => {
         if (nat.hits[j] && key(nat.hits[j]) === key(h)) assert.ok(Math.abs(h.distance - nat.hits[j].distance) < 1e-3, `${q} hit ${j}: ${h.distance} vs ${nat.hits[j].distance}`);
@@ -145,7 +146,7 @@ describe("an index in pieces, in Chromium", () => {
       assert.ok(failed.length > 0, "some question needs a piece that was never fetched");
       later.forEach((r, i) => {
         if (r.error) assert.match(r.error, /pieces\.[0-9a-f]{16}\/(terms|vectors|chunks)-\d+\.needle/, unseen[i]);
-        else assert.deepEqual(r.hits.map(key), nativeSearch(bundle, unseen[i], { k: 20 }).hits.map(key), unseen[i]);
+        else assert.deepEqual(r.hits.map(key), nativeSearch(bundle, unseen[i], { k: 20, fusion: "plain" }).hits.map(key), unseen[i]);
       });
     } finally {
       await ctx.close();

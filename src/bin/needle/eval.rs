@@ -20,7 +20,7 @@ pub mod stats;
 
 mod run;
 
-use needle::query::search::Mode;
+use needle::query::search::{Fusion, Mode};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -45,6 +45,10 @@ pub struct EvalArgs {
     /// The ranking to score: hybrid, bm25 or dense.
     #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
     pub mode: Mode,
+    /// How hybrid fuses: pages (BM25, dense and the page list, the default) or plain (BM25 and
+    /// dense). With pages the report also scores plain on the same queries, side by side.
+    #[arg(long, default_value = "pages", value_parser = parse_fusion)]
+    pub fusion: Fusion,
     /// At most this many chunks pass the gate (default: the index's setting).
     #[arg(long, value_name = "N")]
     pub max_chunks: Option<usize>,
@@ -87,6 +91,21 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
         "bm25" => Ok(Mode::Bm25),
         "dense" => Ok(Mode::Dense),
         other => Err(format!("unknown mode {other:?}; use hybrid, bm25 or dense")),
+    }
+}
+
+fn parse_fusion(s: &str) -> Result<Fusion, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "pages" => Ok(Fusion::Pages),
+        "plain" => Ok(Fusion::Plain),
+        other => Err(format!("unknown fusion {other:?}; use pages or plain")),
+    }
+}
+
+pub fn fusion_name(fusion: Fusion) -> &'static str {
+    match fusion {
+        Fusion::Pages => "pages",
+        Fusion::Plain => "plain",
     }
 }
 

@@ -13,7 +13,7 @@ use needle::embed::Embedder;
 use needle::model::{fetch, ModelFiles, MODEL_DIR_ENV};
 use needle::query::cite;
 use needle::query::index::{Index, PageStatus};
-use needle::query::search::{self, Mode, SearchOptions, SearchResult};
+use needle::query::search::{self, Fusion, Mode, SearchOptions, SearchResult};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -105,6 +105,10 @@ enum Cmd {
         k: usize,
         #[arg(long, default_value = "hybrid")]
         mode: ModeArg,
+        /// How hybrid fuses: `pages` (BM25, dense and the page list) or `plain` (BM25 and dense,
+        /// needle's method before the page list).
+        #[arg(long, default_value = "pages")]
+        fusion: FusionArg,
         #[arg(long)]
         cut: Option<f32>,
         #[arg(long)]
@@ -120,6 +124,10 @@ enum Cmd {
         k: usize,
         #[arg(long, default_value = "hybrid")]
         mode: ModeArg,
+        /// How hybrid fuses: `pages` (BM25, dense and the page list) or `plain` (BM25 and dense,
+        /// needle's method before the page list).
+        #[arg(long, default_value = "pages")]
+        fusion: FusionArg,
         #[arg(long)]
         cut: Option<f32>,
         /// At most this many hits pass the gate (default: the index's setting).
@@ -240,6 +248,21 @@ enum ModeArg {
     Hybrid,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FusionArg {
+    Pages,
+    Plain,
+}
+
+impl From<FusionArg> for Fusion {
+    fn from(f: FusionArg) -> Fusion {
+        match f {
+            FusionArg::Pages => Fusion::Pages,
+            FusionArg::Plain => Fusion::Plain,
+        }
+    }
+}
+
 impl From<ModeArg> for Mode {
     fn from(m: ModeArg) -> Mode {
         match m {
@@ -333,9 +356,9 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Query { index, question, k, mode, cut, json, prompt } => {
+        Cmd::Query { index, question, k, mode, fusion, cut, json, prompt } => {
             let (idx, emb) = open(&index, model_dir)?;
-            let opts = SearchOptions { mode: mode.into(), k: 20.max(k), cut, max_chunks: k };
+            let opts = SearchOptions { mode: mode.into(), fusion: fusion.into(), k: 20.max(k), cut, max_chunks: k };
             let result = run_query(&idx, &emb, &question, &opts)?;
             let cites = cite::citations(&idx, &result);
             if prompt {
@@ -355,10 +378,10 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Search { index, k, mode, cut, max_chunks } => {
+        Cmd::Search { index, k, mode, fusion, cut, max_chunks } => {
             let (idx, emb) = open(&index, model_dir)?;
             let max_chunks = max_chunks.unwrap_or(idx.header.settings.max_chunks as usize);
-            let opts = SearchOptions { mode: mode.into(), k, cut, max_chunks };
+            let opts = SearchOptions { mode: mode.into(), fusion: fusion.into(), k, cut, max_chunks };
             let stdin = std::io::stdin();
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             for (n, line) in stdin.lock().lines().enumerate() {

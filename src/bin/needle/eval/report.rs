@@ -3,13 +3,13 @@
 //! Invariants: every rendering is computed from the same [`Outcome`], so they never disagree;
 //! nothing here measures or runs anything.
 
-use super::mode_name;
 use super::plot::{self, Marker};
 use super::qrels::Phrasing;
 use super::score::{self, BaselineComparison, QueryRun, Summaries, Summary, SweepRow};
 use super::stats::{self, Paired};
+use super::{fusion_name, mode_name};
 use needle::query::index::Gate;
-use needle::query::search::Mode;
+use needle::query::search::{Fusion, Mode};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -174,7 +174,12 @@ pub struct Outcome {
     pub index_cut: f32,
     /// How the index's gate uses its cut.
     pub index_gate: Gate,
+    /// How the main evaluation fused a hybrid ranking.
+    pub fusion: Fusion,
     pub main: Evaluation,
+    /// Hybrid with plain fusion on the same queries, beside a main evaluation with the page
+    /// list ([`Outcome::plain_against`]).
+    pub plain: Option<Evaluation>,
     pub cost: Cost,
     pub time: QueryTime,
     /// With out-of-domain queries only.
@@ -224,6 +229,37 @@ impl Outcome {
     /// What the index's own gate did with these queries.
     fn own_gate(&self) -> SweepRow {
         score::own_gate(&self.main.runs, self.index_cut, self.max_chunks)
+    }
+
+    /// The main evaluation (with the page list) against plain fusion, per phrasing and k:
+    /// `(phrasing, k, paired)`, wins being the queries only the page list answers.
+    pub fn plain_against(&self) -> Vec<(&'static str, usize, Paired)> {
+        let Some(plain) = &self.plain else { return Vec::new() };
+        let hits = |e: &Evaluation, ph: Option<Phrasing>, k: usize| -> Vec<bool> {
+            e.in_domain().filter(|r| ph.is_none_or(|p| r.phrasing == p)).map(|r| r.hit_at(k)).collect()
+        };
+        let mut out = Vec::new();
+        for (name, ph) in [("overall", None), ("doc", Some(Phrasing::Doc)), ("ticket", Some(Phrasing::Ticket))] {
+            for &k in &self.ks {
+                out.push((name, k, Paired::of(&hits(&self.main, ph, k), &hits(plain, ph, k))));
+            }
+        }
+        out
+    }
+
+    /// The gate with each fusion, beside the method before issue 18 (plain fusion, the one
+    /// default cut for every site): `(what, row)`. Empty without out-of-domain queries.
+    fn gates_by_fusion(&self) -> Vec<(String, SweepRow)> {
+        let Some(plain) = self.plain.as_ref().filter(|_| self.n_ood() > 0) else { return Vec::new() };
+        let default = needle::build::DEFAULT_CUT;
+        vec![
+            (
+                format!("plain fusion, one cut {default:.3} for every site (`--fusion plain`, an index built with `--gate cut`)"),
+                score::sweep_at(&plain.runs, default, self.max_chunks),
+            ),
+            ("plain fusion, the index's own gate".to_string(), score::own_gate(&plain.runs, self.index_cut, self.max_chunks)),
+            ("the page list, the index's own gate (the defaults)".to_string(), self.own_gate()),
+        ]
     }
 
     /// The index's gate in words.
@@ -318,6 +354,16 @@ impl Outcome {
             "ablation": ablation,
             "comparisons": comparisons,
             "baseline": self.baseline,
+            "fusion": fusion_name(self.fusion),
+            "plain": self.plain.as_ref().map(|e| json!({
+                "overall": e.summaries.overall, "doc": e.summaries.doc, "ticket": e.summaries.ticket,
+                "against": self.plain_against().into_iter().map(|(ph, k, p)| json!({
+                    "phrasing": ph, "k": k, "wins": p.wins, "losses": p.losses, "delta": r4(p.delta()), "p": r4(p.p),
+                })).collect::<Vec<Value>>(),
+                "gates": self.gates_by_fusion().into_iter().map(|(what, r)| json!({
+                    "gate": what, "bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped,
+                })).collect::<Vec<Value>>(),
+            })),
             "warnings": self.warnings,
         })
     }
@@ -366,6 +412,15 @@ impl Outcome {
                 let _ = write!(t, "  {:<20}", Self::recall_cell(s, k));
             }
             let _ = writeln!(t, "  {:>6.3}  {}", s.mrr, s.destroyed);
+        }
+        if self.plain.is_some() {
+            let _ = writeln!(t, "\nthe page list against plain fusion (wins-losses, sign test p)");
+            for (name, k, p) in self.plain_against() {
+                let _ = writeln!(t, "  {name:<8} R@{k:<3} {:+.3}  {}-{}  p = {:.4}", p.delta(), p.wins, p.losses, p.p);
+            }
+            for (what, r) in self.gates_by_fusion() {
+                let _ = writeln!(t, "  {what}: {} bluffs, {} refused, {} dropped", r.bluffs, r.refused, r.dropped);
+            }
         }
     }
 
@@ -521,6 +576,7 @@ impl Outcome {
             let _ = writeln!(md, " {:.3} | {} |", s.mrr, s.destroyed);
         }
         md.push('\n');
+        self.markdown_plain(&mut md);
 
         if !self.ablation.is_empty() {
             self.markdown_ablation(&mut md);
@@ -553,6 +609,56 @@ impl Outcome {
         }
         self.markdown_queries(&mut md);
         md
+    }
+
+    fn markdown_plain(&self, md: &mut String) {
+        let Some(plain) = &self.plain else { return };
+        let _ = writeln!(md, "## The page list against plain fusion\n");
+        let _ = writeln!(
+            md,
+            "Hybrid as needle ranks by default (`--fusion pages`: the plain fusion's first hit, then BM25, dense and the page list fused) \
+             against plain fusion of BM25 and dense (`--fusion plain`, the method before it), on the same queries.\n"
+        );
+        let _ = write!(md, "| queries | fusion |");
+        for k in &self.ks {
+            let _ = write!(md, " R@{k} |");
+        }
+        let _ = writeln!(md, " MRR |\n|---|---|{}---:|", "---:|".repeat(self.ks.len()));
+        for (name, now, then) in [
+            ("overall", &self.main.summaries.overall, &plain.summaries.overall),
+            ("doc", &self.main.summaries.doc, &plain.summaries.doc),
+            ("ticket", &self.main.summaries.ticket, &plain.summaries.ticket),
+        ] {
+            for (fusion, s) in [("plain", then), ("pages", now)] {
+                let _ = write!(md, "| {name} | {fusion} |");
+                for &k in &self.ks {
+                    let _ = write!(md, " {:.3} |", s.recall_at(k));
+                }
+                let _ = writeln!(md, " {:.3} |", s.mrr);
+            }
+        }
+        let _ = writeln!(
+            md,
+            "\npages − plain: wins = queries only the page list answers within k, losses = only plain. p is the exact two-sided sign test; * marks p < 0.05.\n"
+        );
+        let _ = writeln!(md, "| queries | k | Δ recall | wins | losses | p |\n|---|---:|---:|---:|---:|---:|");
+        for (name, k, p) in self.plain_against() {
+            let star = if p.p < 0.05 { " *" } else { "" };
+            let _ = writeln!(md, "| {name} | {k} | {:+.3} | {} | {} | {:.4}{star} |", p.delta(), p.wins, p.losses, p.p);
+        }
+        let gates = self.gates_by_fusion();
+        if !gates.is_empty() {
+            let _ = writeln!(
+                md,
+                "\nRefusal with each ({} out-of-domain and {} answerable queries):\n\n| fusion and gate | bluffs | refused | dropped |\n|---|---:|---:|---:|",
+                self.n_ood(),
+                self.n_in_domain()
+            );
+            for (what, r) in gates {
+                let _ = writeln!(md, "| {what} | {} | {} | {} |", r.bluffs, r.refused, r.dropped);
+            }
+        }
+        md.push('\n');
     }
 
     fn markdown_ablation(&self, md: &mut String) {
@@ -775,6 +881,8 @@ mod tests {
             max_chunks: 4,
             index_cut: 0.6,
             index_gate: Gate::Cut,
+            fusion: Fusion::Pages,
+            plain: Some(main.clone()),
             main,
             cost: Cost { chunks: 7, embedded_tokens: 100, header_tokens: 20, ..Default::default() },
             time,

@@ -14,7 +14,7 @@ use needle::doc::text::{normalize_for_match, Document};
 use needle::embed::Embedder;
 use needle::model::ModelFiles;
 use needle::query::index::{self, Index};
-use needle::query::search::{self, Mode, QueryVector, SearchOptions};
+use needle::query::search::{self, Fusion, Mode, QueryVector, SearchOptions};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -115,9 +115,12 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
     let (vectors, embed_ms) = embed_all(&embedder, &queries)?;
     let max_chunks = args.max_chunks.unwrap_or(index.header.settings.max_chunks as usize);
     let depth = ks.iter().copied().max().unwrap_or(score::GATE_DEPTH).max(score::GATE_DEPTH);
-    let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks };
+    let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks, fusion: args.fusion };
 
-    let main = ctx.evaluate(&index, &[args.mode]).remove(0);
+    let main = ctx.evaluate(&index, &[args.mode], args.fusion).remove(0);
+    // The method before the page list, on the same queries: what the default is measured against.
+    let plain =
+        (args.mode == Mode::Hybrid && args.fusion == Fusion::Pages).then(|| ctx.evaluate(&index, &[Mode::Hybrid], Fusion::Plain).remove(0));
     let sweep = (!ood.is_empty()).then(|| score::sweep(&main.runs, &score::sweep_cuts(), max_chunks));
     let chosen_cut = sweep.as_ref().and_then(|rows| score::choose_cut(rows, args.max_bluffs));
     let cost = match &built {
@@ -146,7 +149,9 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
         index_cut: index.header.settings.cut,
         index_gate: index.header.settings.gate,
         time: QueryTime::of(&main.runs, &embed_ms),
+        fusion: args.fusion,
         main,
+        plain,
         cost,
         sweep,
         max_bluffs: args.max_bluffs,
@@ -248,12 +253,12 @@ fn ablate(ctx: &Context<'_>, site: &Path, model: &LoadedModel, default: Option<(
     for strategy in chunk::Strategy::ALL {
         let config = ChunkConfig { strategy, ..ChunkConfig::default() };
         let (evals, cost) = match default.filter(|(idx, _)| idx.header.settings.chunk == config) {
-            Some((idx, cost)) => (ctx.evaluate(idx, &MODES), cost.clone()),
+            Some((idx, cost)) => (ctx.evaluate(idx, &MODES, ctx.fusion), cost.clone()),
             None => {
                 progress(&format!("ablation: indexing {} with strategy {strategy}…", site.display()));
                 let opts = BuildOptions { chunk: config, progress: std::io::stderr().is_terminal(), ..BuildOptions::default() };
                 let (idx, rep) = build::build_index(site, model, &opts, None)?;
-                (ctx.evaluate(&idx, &MODES), cost_of_build(&rep))
+                (ctx.evaluate(&idx, &MODES, ctx.fusion), cost_of_build(&rep))
             }
         };
         out.push(Strategy { name: strategy.to_string(), cost, evals });
@@ -269,12 +274,14 @@ struct Context<'a> {
     depth: usize,
     max_chunks: usize,
     ks: &'a [usize],
+    /// How the main evaluation and the ablation fuse a hybrid ranking.
+    fusion: Fusion,
 }
 
 impl Context<'_> {
     /// Searches every query in `index` with each mode and scores the rankings. What does not
     /// depend on the mode (answering chunks, closest distances) is computed once.
-    fn evaluate(&self, index: &Index, modes: &[Mode]) -> Vec<Evaluation> {
+    fn evaluate(&self, index: &Index, modes: &[Mode], fusion: Fusion) -> Vec<Evaluation> {
         let answering = answering_chunks(index, self.questions);
         let closest: Vec<Option<f32>> = self
             .queries
@@ -292,7 +299,7 @@ impl Context<'_> {
         modes
             .iter()
             .map(|&mode| {
-                let opts = SearchOptions { mode, k: self.depth, cut: None, max_chunks: self.max_chunks };
+                let opts = SearchOptions { mode, fusion, k: self.depth, cut: None, max_chunks: self.max_chunks };
                 let runs: Vec<QueryRun> = self
                     .queries
                     .iter()
@@ -312,6 +319,7 @@ impl Context<'_> {
                             closest,
                             cut: result.cut,
                             timings: result.timings,
+                            walked: result.walked,
                         }
                     })
                     .collect();

@@ -1,8 +1,9 @@
 //! Scoring ranked results against the question set: Recall@k, MRR, destroyed questions, the
 //! refusal sweep and the choice of a cut.
 //! Invariants: recall is about the ungated ranking, the gate only decides refusals; the sweep
-//! re-gates the same stored rankings with [`needle::query::search::gate`], the function the product
-//! answers with, so a cut chosen here behaves the same in `needle query`.
+//! re-gates the same stored rankings, at the positions the search's gate walked, with
+//! [`needle::query::search::gate`], the function the product answers with, so a cut chosen here
+//! behaves the same in `needle query`.
 
 use super::qrels::Phrasing;
 use super::stats::{self, Paired};
@@ -30,6 +31,8 @@ pub struct QueryRun {
     pub closest: Option<f32>,
     /// The cut this query met under the index's own gate (`SearchResult::cut`).
     pub cut: f32,
+    /// Positions in `hits` the gate walks (`SearchResult::walked`).
+    pub walked: Vec<usize>,
     pub timings: Timings,
 }
 
@@ -49,14 +52,13 @@ impl QueryRun {
 
     /// Indices into `hits` the gate keeps at `cut`.
     pub fn gated(&self, cut: f32, max_chunks: usize) -> Vec<usize> {
-        gate(&self.hits[..self.hits.len().min(GATE_DEPTH)], cut, max_chunks)
+        gate(&self.hits, &self.walked, cut, max_chunks)
     }
 
     /// The answering chunk is among the gate's walk but the gate kept none that answers.
     pub fn dropped(&self, cut: f32, max_chunks: usize) -> bool {
-        let depth = self.answers.len().min(GATE_DEPTH);
-        self.answers[..depth].iter().any(|&a| a)
-            && !self.gated(cut, max_chunks).iter().any(|&i| self.answers.get(i).copied().unwrap_or(false))
+        let answers = |i: usize| self.answers.get(i).copied().unwrap_or(false);
+        self.walked.iter().any(|&i| answers(i)) && !self.gated(cut, max_chunks).into_iter().any(answers)
     }
 }
 
@@ -284,6 +286,7 @@ pub(crate) mod tests {
             destroyed: false,
             cut: 0.6,
             timings: Timings::default(),
+            walked: (0..distances.len().min(GATE_DEPTH)).collect(),
         }
     }
 
