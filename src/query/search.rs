@@ -570,6 +570,20 @@ mod tests {
         assert_eq!(order(Fusion::Plain), vec![0, 3, 4, 1, 2, 5]);
         // Pages: chunk 0 stays first; chunk 5 rises above page 0's far chunks with its page.
         assert_eq!(order(Fusion::Pages), vec![0, 3, 4, 5, 1, 2]);
+        // The gate walks only what plain fusion ranks within the gate's depth: at depth 4 that is
+        // chunks 0, 3, 4 and 1, so chunk 5, lifted to the fourth place, is not walked; with a cut
+        // every chunk passes, plain answers with its top 4, the page list with three of them.
+        let mut shallow = two_pages();
+        shallow.header.settings.gate_depth = 4;
+        let at = |fusion: Fusion, cut: f32| {
+            search(&shallow, "zzz", Some(&qv), &SearchOptions { fusion, k: 6, cut: Some(cut), ..Default::default() })
+        };
+        assert_eq!(at(Fusion::Plain, 2.0).walked, vec![0, 1, 2, 3]);
+        let pages = at(Fusion::Pages, 2.0);
+        assert_eq!((pages.walked.as_slice(), pages.answer.as_slice()), (&[0, 1, 2][..], &[0, 1, 2][..]));
+        let far = |r: SearchResult| r.answer.iter().map(|&i| r.hits[i].chunk).collect::<Vec<_>>();
+        assert_eq!(far(at(Fusion::Plain, 2.0)), vec![0, 3, 4, 1]);
+        assert_eq!(far(at(Fusion::Pages, 2.0)), vec![0, 3, 4], "chunk 5 is outside plain fusion's top 4");
         // BM25 and dense alone ignore the fusion.
         for mode in [Mode::Bm25, Mode::Dense] {
             let r = |fusion| search(&idx, "chunk5", Some(&qv), &SearchOptions { mode, fusion, ..Default::default() }).hits;
