@@ -433,11 +433,10 @@ impl Engine {
 }
 
 fn parse_mode(mode: &str) -> Result<Mode, JsError> {
-    match mode {
-        "bm25" => Ok(Mode::Bm25),
-        "dense" => Ok(Mode::Dense),
-        "hybrid" | "" => Ok(Mode::Hybrid),
-        other => Err(err(format!("unknown mode {other:?}: use bm25, dense or hybrid"))),
+    match [Mode::Bm25, Mode::Dense, Mode::Hybrid].into_iter().find(|m| m.name() == mode) {
+        Some(m) => Ok(m),
+        None if mode.is_empty() => Ok(Mode::Hybrid),
+        None => Err(err(format!("unknown mode {mode:?}: use bm25, dense or hybrid"))),
     }
 }
 

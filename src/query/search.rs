@@ -10,6 +10,17 @@ pub enum Mode {
     Hybrid,
 }
 
+impl Mode {
+    /// The mode's name, as serialised and as the CLI takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Bm25 => "bm25",
+            Mode::Dense => "dense",
+            Mode::Hybrid => "hybrid",
+        }
+    }
+}
+
 /// How the hybrid ranking fuses its lists (`Mode::Hybrid` only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -28,6 +39,15 @@ pub enum Fusion {
     /// no page vectors and fuses plainly.
     #[default]
     Pages,
+}
+impl Fusion {
+    /// The fusion's name, as serialised and as the CLI takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fusion::Plain => "plain",
+            Fusion::Pages => "pages",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -20,7 +20,7 @@ pub mod stats;
 
 mod run;
 
-use needle::query::search::{Fusion, Mode};
+use crate::{FusionArg, ModeArg};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -43,12 +43,12 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,4,8,20")]
     pub k: Vec<usize>,
     /// The ranking to score: hybrid, bm25 or dense.
-    #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
-    pub mode: Mode,
+    #[arg(long, default_value = "hybrid", ignore_case = true)]
+    pub mode: ModeArg,
     /// How hybrid fuses: pages (BM25, dense and the page list, the default) or plain (BM25 and
     /// dense). With pages the report also scores plain on the same queries, side by side.
-    #[arg(long, default_value = "pages", value_parser = parse_fusion)]
-    pub fusion: Fusion,
+    #[arg(long, default_value = "pages", ignore_case = true)]
+    pub fusion: FusionArg,
     /// At most this many chunks pass the gate (default: the index's setting).
     #[arg(long, value_name = "N")]
     pub max_chunks: Option<usize>,
@@ -83,38 +83,6 @@ pub struct EvalArgs {
     /// no model is loaded and no index is read or built. For writing a question set.
     #[arg(long, conflicts_with = "skip_validation")]
     pub check: bool,
-}
-
-fn parse_mode(s: &str) -> Result<Mode, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "hybrid" => Ok(Mode::Hybrid),
-        "bm25" => Ok(Mode::Bm25),
-        "dense" => Ok(Mode::Dense),
-        other => Err(format!("unknown mode {other:?}; use hybrid, bm25 or dense")),
-    }
-}
-
-fn parse_fusion(s: &str) -> Result<Fusion, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "pages" => Ok(Fusion::Pages),
-        "plain" => Ok(Fusion::Plain),
-        other => Err(format!("unknown fusion {other:?}; use pages or plain")),
-    }
-}
-
-pub fn fusion_name(fusion: Fusion) -> &'static str {
-    match fusion {
-        Fusion::Pages => "pages",
-        Fusion::Plain => "plain",
-    }
-}
-
-pub fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Bm25 => "bm25",
-        Mode::Dense => "dense",
-        Mode::Hybrid => "hybrid",
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

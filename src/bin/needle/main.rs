@@ -241,15 +241,17 @@ enum GateArg {
     Cut,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ModeArg {
+/// `search::Mode` on the command line (`query`, `search` and `eval` take the same names).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ModeArg {
     Bm25,
     Dense,
     Hybrid,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum FusionArg {
+/// `search::Fusion` on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum FusionArg {
     Pages,
     Plain,
 }

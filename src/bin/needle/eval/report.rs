@@ -7,7 +7,6 @@ use super::plot::{self, Marker};
 use super::qrels::Phrasing;
 use super::score::{self, BaselineComparison, QueryRun, Summaries, Summary, SweepRow};
 use super::stats::{self, Paired};
-use super::{fusion_name, mode_name};
 use needle::query::index::Gate;
 use needle::query::search::{Fusion, Mode};
 use serde_json::{json, Value};
@@ -33,8 +32,8 @@ impl Evaluation {
 
     pub fn label(&self) -> String {
         match &self.strategy {
-            Some(s) => format!("{s}/{}", mode_name(self.mode)),
-            None => mode_name(self.mode).to_string(),
+            Some(s) => format!("{s}/{}", self.mode.name()),
+            None => self.mode.name().to_string(),
         }
     }
 
@@ -311,7 +310,7 @@ impl Outcome {
             .iter()
             .map(|st| {
                 let modes: serde_json::Map<String, Value> =
-                    st.evals.iter().map(|e| (mode_name(e.mode).to_string(), json!(e.summaries))).collect();
+                    st.evals.iter().map(|e| (e.mode.name().to_string(), json!(e.summaries))).collect();
                 json!({"strategy": st.name, "cost": st.cost, "modes": modes})
             })
             .collect();
@@ -344,7 +343,7 @@ impl Outcome {
                 json!({"bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped})
             }),
             "config": {
-                "target": self.target, "site": self.site, "model": self.model, "mode": mode_name(self.main.mode),
+                "target": self.target, "site": self.site, "model": self.model, "mode": self.main.mode.name(),
                 "strategy": self.main.strategy, "chunks": self.main.chunks, "ks": self.ks, "max_chunks": self.max_chunks,
                 "gate_depth": score::GATE_DEPTH, "command": self.command,
             },
@@ -354,7 +353,7 @@ impl Outcome {
             "ablation": ablation,
             "comparisons": comparisons,
             "baseline": self.baseline,
-            "fusion": fusion_name(self.fusion),
+            "fusion": self.fusion.name(),
             "plain": self.plain.as_ref().map(|e| json!({
                 "overall": e.summaries.overall, "doc": e.summaries.doc, "ticket": e.summaries.ticket,
                 "against": self.plain_against().into_iter().map(|(ph, k, p)| json!({
@@ -392,7 +391,7 @@ impl Outcome {
             "needle eval: {} — {}{} ranking, {} chunks, model {}",
             self.target,
             m.strategy.as_deref().map(|s| format!("strategy {s}, ")).unwrap_or_default(),
-            mode_name(m.mode),
+            m.mode.name(),
             m.chunks,
             self.model
         );
@@ -430,7 +429,7 @@ impl Outcome {
             let _ = writeln!(
                 t,
                 "\nrefusal sweep ({} ranking; the gate keeps ≤ {} chunks of the top {} under the cut)",
-                mode_name(m.mode),
+                m.mode.name(),
                 self.max_chunks,
                 score::GATE_DEPTH
             );
@@ -558,7 +557,7 @@ impl Outcome {
             "{} — {}{} ranking, {} chunks. Recall@k counts queries with an answering chunk in the top k of the ungated ranking; MRR is over the top {}.\n",
             self.target,
             m.strategy.as_deref().map(|s| format!("strategy {s}, ")).unwrap_or_default(),
-            mode_name(m.mode),
+            m.mode.name(),
             m.chunks,
             self.ks.iter().max().copied().unwrap_or(score::GATE_DEPTH).max(score::GATE_DEPTH)
         );
@@ -682,7 +681,7 @@ impl Outcome {
         for st in &self.ablation {
             for e in &st.evals {
                 let s = &e.summaries;
-                let _ = write!(md, "| {} | {} | {} |", st.name, mode_name(e.mode), e.chunks);
+                let _ = write!(md, "| {} | {} | {} |", st.name, e.mode.name(), e.chunks);
                 for &k in &self.ks {
                     let _ = write!(md, " {:.3} |", s.overall.recall_at(k));
                 }
@@ -739,7 +738,7 @@ impl Outcome {
              dropped are in-domain queries whose answering chunk is in the top {} but not among the chunks the gate keeps \
              (a refused query with its answer in the top {} counts in both).\n",
             score::GATE_DEPTH,
-            mode_name(m.mode),
+            m.mode.name(),
             self.max_chunks,
             score::GATE_DEPTH,
             score::GATE_DEPTH
@@ -818,7 +817,7 @@ impl Outcome {
             md,
             "<details><summary>{} queries: rank of the first answering chunk ({}), distance of the closest answering (or, out of domain, closest) chunk, chunks kept by the index's gate</summary>\n",
             self.main.runs.len(),
-            mode_name(self.main.mode)
+            self.main.mode.name()
         );
         let _ = writeln!(md, "| id | phrasing | rank | closest | kept |\n|---|---|---:|---:|---:|");
         for r in &self.main.runs {

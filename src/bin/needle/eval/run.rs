@@ -6,7 +6,7 @@
 use super::qrels::{self, Query, Question};
 use super::report::{self, Cost, Evaluation, Outcome, QueryTime, Strategy};
 use super::score::{self, QueryRun, SavedRuns};
-use super::{mode_name, EvalArgs, EvalError};
+use super::{EvalArgs, EvalError};
 use needle::build::{self, BuildOptions, BuildReport, LoadedModel};
 use needle::doc::chunk::{self, ChunkConfig};
 use needle::doc::extract::ExtractOptions;
@@ -50,6 +50,7 @@ fn progress(msg: &str) {
 }
 
 pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalError> {
+    let (mode, fusion) = (Mode::from(args.mode), Fusion::from(args.fusion));
     // Everything that can be wrong with the inputs is found before any index is built.
     let mut ks = args.k.clone();
     ks.sort_unstable();
@@ -115,12 +116,11 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
     let (vectors, embed_ms) = embed_all(&embedder, &queries)?;
     let max_chunks = args.max_chunks.unwrap_or(index.header.settings.max_chunks as usize);
     let depth = ks.iter().copied().max().unwrap_or(score::GATE_DEPTH).max(score::GATE_DEPTH);
-    let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks, fusion: args.fusion };
+    let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks, fusion };
 
-    let main = ctx.evaluate(&index, &[args.mode], args.fusion).remove(0);
+    let main = ctx.evaluate(&index, &[mode], fusion).remove(0);
     // The method before the page list, on the same queries: what the default is measured against.
-    let plain =
-        (args.mode == Mode::Hybrid && args.fusion == Fusion::Pages).then(|| ctx.evaluate(&index, &[Mode::Hybrid], Fusion::Plain).remove(0));
+    let plain = (mode == Mode::Hybrid && fusion == Fusion::Pages).then(|| ctx.evaluate(&index, &[Mode::Hybrid], Fusion::Plain).remove(0));
     let sweep = (!ood.is_empty()).then(|| score::sweep(&main.runs, &score::sweep_cuts(), max_chunks));
     let chosen_cut = sweep.as_ref().and_then(|rows| score::choose_cut(rows, args.max_bluffs));
     let cost = match &built {
@@ -149,7 +149,7 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
         index_cut: index.header.settings.cut,
         index_gate: index.header.settings.gate,
         time: QueryTime::of(&main.runs, &embed_ms),
-        fusion: args.fusion,
+        fusion,
         main,
         plain,
         cost,
@@ -166,14 +166,7 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
 
     if let (Some(k), Some(b)) = (args.fail_below_baseline, &outcome.baseline) {
         if let Some(p) = b.at.get(&k.to_string()).filter(|p| p.significantly_worse(0.05)) {
-            return Err(EvalError::Regression {
-                file: b.file.clone(),
-                mode: mode_name(args.mode),
-                k,
-                wins: p.wins,
-                losses: p.losses,
-                p: p.p,
-            });
+            return Err(EvalError::Regression { file: b.file.clone(), mode: mode.name(), k, wins: p.wins, losses: p.losses, p: p.p });
         }
     }
     Ok(())
@@ -408,7 +401,7 @@ fn write_outputs(args: &EvalArgs, outcome: &Outcome, model: &LoadedModel) -> Res
         let config = BTreeMap::from([
             ("target".to_string(), outcome.target.clone()),
             ("strategy".to_string(), m.strategy.clone().unwrap_or_default()),
-            ("mode".to_string(), mode_name(m.mode).to_string()),
+            ("mode".to_string(), m.mode.name().to_string()),
             ("chunks".to_string(), m.chunks.to_string()),
             ("model_sha256".to_string(), model.stamp.model_sha256.clone()),
             ("command".to_string(), outcome.command.clone()),
