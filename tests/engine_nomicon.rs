@@ -312,11 +312,11 @@ fn the_gate_refuses_most_out_of_domain_queries_and_json_matches_the_table() {
     let bluffs = answered(&out);
     let (qs, _) = queries();
     let refused = qs.len() - answered(&search(&b.index, "hybrid", &qs));
-    // Measured when the gate was made (EVAL.md): 2 bluffs, 8 of 48 refused; the plain cut 0.5
-    // that it replaced: 5 bluffs, 11 refused.
+    // Measured when the gate was made: 2 bluffs, 8 of 48 refused; 7 since a word counts as the
+    // site's in any inflected form (EVAL.md); the plain cut 0.5 that it replaced: 5 bluffs, 11.
     println!("the index's own gate (cut {cut:.3}): {bluffs}/30 out-of-domain answered, {refused}/{} answerable refused", qs.len());
     assert!(bluffs <= 4, "{bluffs} of 30 out-of-domain queries got an answer");
-    assert!(refused <= 12, "{refused} of {} answerable queries refused", qs.len());
+    assert!(refused <= 10, "{refused} of {} answerable queries refused", qs.len());
     // A query naming things neither the site nor the model knows meets a lower cut.
     let foreign: Vec<&Value> = out.values().filter(|l| l["foreign"].as_array().is_some_and(|f| !f.is_empty())).collect();
     assert!(!foreign.is_empty(), "some out-of-domain query names a foreign word");
@@ -381,13 +381,27 @@ fn the_piece_plan_cuts_every_chunk_and_term_once_and_probing_every_list_is_the_w
     assert!(plan.lexical_first.len() > 5 && plan.lexical_first[0] == 0 && plan.lexical_first.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(plan.lexical_piece(terms.len() - 1), plan.lexical_first.len() - 1);
     let q = "Why does mem::forget not run the destructor?";
-    let pieces = plan.lexical_pieces(&idx.header.bm25, q);
+    let pieces = plan.lexical_pieces(&idx.header.bm25, q, &[]);
     for t in needle::query::bm25::tokenize(q) {
         if let Ok(at) = terms.binary_search(&t) {
             let p = plan.lexical_piece(at);
             assert!(pieces.contains(&p) && plan.lexical_first[p] <= at, "{t}: its piece is fetched");
         }
     }
+    // A word the model does not know brings the pieces of its forms the site has (the gate asks
+    // whether the site knows it in any form), even where a form lies across a piece boundary.
+    let bm = &idx.header.bm25;
+    let forms_in = |w: &str| {
+        needle::query::bm25::forms(w)
+            .iter()
+            .filter_map(|f| terms.binary_search(f).ok())
+            .map(|at| plan.lexical_piece(at))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let across = terms.iter().find(|w| forms_in(w).len() > 1).expect("some word's forms span two pieces");
+    let unknown = [across.clone()];
+    assert!(forms_in(across).is_subset(&plan.lexical_pieces(bm, across, &unknown)), "{across}: its forms' pieces are fetched");
+    assert!(!forms_in(across).is_subset(&plan.lexical_pieces(bm, across, &[])), "{across}: a known word brings its own piece only");
     let qrels = fixture("qrels.jsonl");
     let report = |nprobe: &str| {
         let (ok, out, err) = needle(

@@ -250,11 +250,13 @@ impl PiecePlan {
         self.content_first.partition_point(|&f| f <= chunk).saturating_sub(1)
     }
 
-    /// The lexical pieces a query's terms fall in. A term the site does not have costs the piece
-    /// its range falls in too: that piece is what tells the reader the site lacks it (the gate's
-    /// foreign words).
-    pub fn lexical_pieces(&self, bm: &Bm25, query: &str) -> BTreeSet<usize> {
-        bm25::tokenize(query).iter().map(|t| self.lexical_piece(bm.terms.partition_point(|x| x < t))).collect()
+    /// The lexical pieces a query's terms fall in, and those of every form of the words the model
+    /// does not know (`unknown_to_model`), as a reader fetches them (`query::pieces::Pieced::needs`).
+    /// A term the site does not have costs the piece its range falls in too: that piece is what
+    /// tells the reader the site lacks it (the gate's foreign words).
+    pub fn lexical_pieces(&self, bm: &Bm25, query: &str, unknown_to_model: &[String]) -> BTreeSet<usize> {
+        let forms = unknown_to_model.iter().flat_map(|w| bm25::forms(w));
+        bm25::tokenize(query).into_iter().chain(forms).map(|t| self.lexical_piece(bm.terms.partition_point(|x| *x < t))).collect()
     }
 
     /// The `nprobe` lists a query vector scans.

@@ -43,6 +43,53 @@ pub fn marks(text: &str, terms: &[String]) -> Vec<(u32, u32)> {
     out
 }
 
+/// The forms a site may write `word` in: the word, the bases left when one English inflection
+/// (-s, -es, -ies, -ed, -ied, -ing) comes off (with a final "e" or a doubled consonant put
+/// back), and each base with each inflection put on. Ranking matches tokens exactly; the gate
+/// asks whether the site knows a reader's word in any form, so "corrupts", "mutating" and
+/// "bumping" are the site's "corrupt", "mutate" and "bump" (`search::foreign_words`). Sorted,
+/// distinct; a base is at least three characters.
+pub fn forms(word: &str) -> Vec<String> {
+    let strip = |suffix: &str| word.strip_suffix(suffix).filter(|b| b.chars().count() >= 3);
+    let mut bases = vec![word.to_string()];
+    for (suffix, put) in [("ies", "y"), ("ied", "y"), ("es", ""), ("s", "")] {
+        if let Some(b) = strip(suffix).filter(|b| suffix != "s" || !b.ends_with('s')) {
+            bases.push(format!("{b}{put}"));
+        }
+    }
+    for suffix in ["ed", "ing"] {
+        if let Some(b) = strip(suffix) {
+            bases.push(b.to_string());
+            bases.push(format!("{b}e"));
+            let mut cs = b.chars().rev();
+            if let (Some(x), Some(y)) = (cs.next(), cs.next()) {
+                if x == y && is_consonant(x) {
+                    bases.push(b[..b.len() - x.len_utf8()].to_string());
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for b in bases {
+        let stem = b.strip_suffix('e').unwrap_or(&b);
+        out.extend([format!("{b}s"), format!("{b}es"), format!("{stem}ed"), format!("{stem}ing")]);
+        if let Some(y) = b.strip_suffix('y') {
+            out.extend([format!("{y}ies"), format!("{y}ied")]);
+        }
+        if let Some(c) = b.chars().last().filter(|&c| is_consonant(c) && !"wxy".contains(c)) {
+            out.extend([format!("{b}{c}ed"), format!("{b}{c}ing")]);
+        }
+        out.push(b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn is_consonant(c: char) -> bool {
+    c.is_ascii_alphabetic() && !"aeiou".contains(c)
+}
+
 /// English words too common to be worth marking in a result: the widget highlights a query's
 /// terms, and "is", "not" or "the" lit on every line point at nothing. Ranking does not use the
 /// list (idf already discounts such words, and a query may hinge on one: "not `Send`"). Sorted.
@@ -207,6 +254,32 @@ pub fn marked(query: &str, n: usize, df: impl Fn(&str) -> Option<usize>) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_s_forms_reach_the_site_s_inflection_of_it() {
+        for (word, site) in [
+            ("corrupts", "corrupt"),
+            ("mutating", "mutate"),
+            ("bumping", "bumped"),
+            ("stopped", "stop"),
+            ("running", "run"),
+            ("studies", "study"),
+            ("deadlocks", "deadlock"),
+            ("reverting", "reverted"),
+            ("uses", "using"),
+            ("copied", "copies"),
+        ] {
+            assert!(forms(word).iter().any(|f| f == site), "{word} -> {site}: {:?}", forms(word));
+        }
+        // A name with no inflection to take off keeps its whole self in every form.
+        for name in ["tokio", "pyo3", "miri"] {
+            assert!(forms(name).iter().all(|f| f.starts_with(name)), "{name}: {:?}", forms(name));
+        }
+        // No base is shorter than three characters: "uses" has the base "use", not "us".
+        let uses = forms("uses");
+        assert!(uses.contains(&"use".to_string()) && !uses.iter().any(|f| f == "us" || f == "uss"), "{uses:?}");
+        assert!(forms("café").contains(&"cafés".to_string()), "non-ASCII words keep their characters");
+    }
 
     #[test]
     fn ascii_tokenizes_like_the_reference_regex() {

@@ -398,12 +398,17 @@ impl Pieced {
     }
 
     /// The pieces a query needs to be ranked that this reader does not have yet: the lexical
-    /// pieces of its terms and, with a query vector, the lists it probes. (The lexical
+    /// pieces of its terms and, with a query vector, the lists it probes and the lexical pieces
+    /// of the forms of the words the model does not know. (The lexical
     /// candidates' content pieces follow from the ranking: [`Pieced::search`] names them.)
     pub fn needs(&self, query: &str, query_vec: Option<&QueryVector>) -> Vec<PieceId> {
         let mut out: Vec<PieceId> = bm25::tokenize(query).iter().map(|t| PieceId::Terms(self.terms_piece(t))).collect();
         if let Some(q) = query_vec.filter(|q| q.vector.len() == self.dim()) {
             out.extend(self.probe(&q.vector).into_iter().map(PieceId::Vectors));
+            // The gate asks whether the site knows a word the model does not in any form
+            // (`search::foreign_words`); the forms sort beside the word, so mostly in its piece.
+            let forms = q.unknown_to_model.iter().flat_map(|w| bm25::forms(w));
+            out.extend(forms.map(|f| PieceId::Terms(self.terms_piece(&f))));
         }
         out.sort_unstable();
         out.dedup();

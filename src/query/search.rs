@@ -133,7 +133,8 @@ pub struct QueryVector {
 }
 
 /// The query's words that neither the site nor the model knows: its distinct non-stop-word
-/// tokens that are in `q.unknown_to_model` and in no chunk of the index. An adjacent
+/// tokens that are in `q.unknown_to_model` and in no chunk of the index in any of their
+/// inflected forms ([`bm25::forms`]: a reader's "corrupts" is the site's "corrupt"). An adjacent
 /// out-of-domain question usually names such a thing ("tokio", "PyO3"); a reader describing a
 /// symptom in plain words rarely does.
 pub fn foreign_words(index: &Index, query: &str, q: &QueryVector) -> Vec<String> {
@@ -147,7 +148,7 @@ pub(crate) fn foreign_in(has_term: impl Fn(&str) -> bool, query: &str, q: &Query
         if out.contains(&t) || bm25::STOP_WORDS.binary_search(&t.as_str()).is_ok() || !q.unknown_to_model.contains(&t) {
             continue;
         }
-        if !has_term(&t) {
+        if !bm25::forms(&t).iter().any(|f| has_term(f)) {
             out.push(t);
         }
     }
@@ -485,10 +486,12 @@ mod tests {
     #[test]
     fn foreign_words_are_unknown_to_both_the_site_and_the_model_and_lower_the_auto_cut() {
         let mut idx = tiny();
-        // "hello" is the site's word; "the" a stop word; "tokio" and "zzz" neither the site's nor
-        // the model's; "extra" is unknown to the site but a word the model holds whole.
-        let qv = QueryVector { vector: vec![0.6, 0.8], unknown_to_model: vec!["hello".into(), "tokio".into(), "zzz".into(), "the".into()] };
-        let q = "hello the Tokio tokio zzz extra";
+        // "hello" is the site's word, "worlds" a form of it ("world"); "the" a stop word; "tokio"
+        // and "zzz" neither the site's nor the model's; "extra" is unknown to the site but a word
+        // the model holds whole.
+        let unknown = ["hello", "worlds", "tokio", "zzz", "the"].map(String::from).to_vec();
+        let qv = QueryVector { vector: vec![0.6, 0.8], unknown_to_model: unknown };
+        let q = "hello worlds the Tokio tokio zzz extra";
         assert_eq!(foreign_words(&idx, q, &qv), vec!["tokio".to_string(), "zzz".to_string()]);
         // Distances: hello 0.4, world 0.2. The plain cut keeps both…
         let opts = SearchOptions { mode: Mode::Dense, ..Default::default() };
