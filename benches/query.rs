@@ -56,6 +56,10 @@ fn bench(c: &mut Criterion) {
     let n = idx.header.chunks.len();
 
     c.bench_function(&format!("bm25 rank ({n} chunks)"), |b| b.iter(|| black_box(idx.header.bm25.rank(black_box(q)))));
+    // A search box's keystrokes: the last word typed as a prefix, and a misspelt word.
+    for (what, keys) in [("prefix", "unsafe trai"), ("typo", "unsfe trait ")] {
+        c.bench_function(&format!("bm25 rank, {what} ({n} chunks)"), |b| b.iter(|| black_box(idx.header.bm25.rank(black_box(keys)))));
+    }
     c.bench_function(&format!("dense scan ({n} chunks)"), |b| b.iter(|| black_box(search::distances(&idx, black_box(&qv.vector)))));
     let bm: Vec<usize> = idx.header.bm25.rank(q).into_iter().map(|(c, _)| c).collect();
     let dist = search::distances(&idx, &qv.vector);

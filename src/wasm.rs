@@ -17,8 +17,9 @@ use crate::embed::Embedder;
 use crate::query::bm25::marks;
 use crate::query::cite::{build_prompt, citations};
 use crate::query::index::{Index, Settings, Stamp};
+use crate::query::lexicon::Plan;
 use crate::query::pieces::{PieceId, Pieced};
-use crate::query::search::{search, Entries, Mode, QueryVector, SearchOptions, SearchResult, Timings};
+use crate::query::search::{search, Entries, Mode, QueryVector, SearchOptions, SearchResult, Timings, Verdict};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
@@ -70,8 +71,9 @@ impl Store {
 #[wasm_bindgen]
 pub struct Engine {
     store: Store,
-    /// An index in pieces: the last query's embedding and its time, kept while its pieces are
-    /// fetched (the search that names them and the one that answers embed once).
+    /// An index in pieces: the text the model last embedded, its embedding and its time, kept
+    /// while a query's pieces are fetched (the searches that name them and the one that answers
+    /// embed once, twice for a corrected keyword query).
     last: RefCell<Option<(String, Option<QueryVector>, f64)>>,
     #[cfg_attr(not(feature = "embed"), allow(dead_code))]
     file: String,
@@ -110,10 +112,14 @@ struct JsHit {
 struct JsResult<'a> {
     hits: Vec<JsHit>,
     answer: &'a [usize],
+    verdict: Verdict,
     mode: Mode,
     cut: f32,
     foreign: &'a [String],
-    terms: Vec<String>,
+    unknown: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    corrected: Option<&'a str>,
+    terms: &'a [String],
     timings: &'a Timings,
 }
 
@@ -249,23 +255,27 @@ impl Engine {
         };
         match &self.store {
             Store::Whole(index) => {
-                let (vector, embed_ms) = self.query_vector(query)?;
+                let (vector, embed_ms) = self.query_vector(&Plan::new(&index.header.bm25, query).embedded(query))?;
                 let mut result = search(index, query, vector.as_ref(), &opts);
                 result.timings.embed = embed_ms;
-                self.to_json(&result, index.header.bm25.marked_terms(query))
+                self.to_json(&result)
             }
             Store::Pieces(pieced) => {
+                // The text the model reads is known once the query's lexical pieces are in
+                // (`Plan::embedded`: a keyword query as the terms it matched is embedded again
+                // then, and probes its own lists).
+                let text = pieced.plan(query).map_or_else(|| query.to_string(), |p| p.embedded(query).into_owned());
                 let mut last = self.last.borrow_mut();
                 let (vector, embed_ms) = match last.take() {
-                    Some((q, v, ms)) if q == query && (v.is_some() || !self.has_model()) => (v, ms),
-                    _ => self.query_vector(query)?,
+                    Some((t, v, ms)) if t == text && (v.is_some() || !self.has_model()) => (v, ms),
+                    _ => self.query_vector(&text)?,
                 };
                 let answer = pieced.search(query, vector.as_ref(), &opts);
-                *last = Some((query.to_string(), vector, embed_ms));
+                *last = Some((text, vector, embed_ms));
                 match answer {
                     Ok(mut result) => {
                         result.timings.embed = embed_ms;
-                        self.to_json(&result, pieced.marked_terms(query))
+                        self.to_json(&result)
                     }
                     Err(missing) => {
                         let names: Vec<String> = missing.iter().map(PieceId::file_name).collect();
@@ -291,11 +301,15 @@ impl Engine {
             hits.push(hit);
         }
         let result = SearchResult {
+            verdict: Verdict::of(!r.answer.is_empty(), hits.len(), r.mode != Mode::Bm25, false, false),
             hits,
             answer: r.answer,
             mode: r.mode,
             cut: r.cut,
             foreign: Vec::new(),
+            unknown: Vec::new(),
+            corrected: None,
+            terms: Vec::new(),
             timings: Timings::default(),
             walked: Vec::new(),
         };
@@ -393,7 +407,7 @@ impl Engine {
         Ok((None, 0.0))
     }
 
-    fn to_json(&self, r: &SearchResult, terms: Vec<String>) -> Result<String, JsError> {
+    fn to_json(&self, r: &SearchResult) -> Result<String, JsError> {
         let hits = r
             .hits
             .iter()
@@ -415,17 +429,20 @@ impl Engine {
                     content: h.content.clone(),
                     distance: h.distance.is_finite().then_some(h.distance),
                     rank: h.rank,
-                    marks: marks(&h.content, &terms),
+                    marks: marks(&h.content, &r.terms),
                 }
             })
             .collect();
         serde_json::to_string(&JsResult {
             hits,
             answer: &r.answer,
+            verdict: r.verdict,
             mode: r.mode,
             cut: r.cut,
             foreign: &r.foreign,
-            terms,
+            unknown: &r.unknown,
+            corrected: r.corrected.as_deref(),
+            terms: &r.terms,
             timings: &r.timings,
         })
         .map_err(err)

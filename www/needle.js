@@ -383,16 +383,18 @@ function createCore(baseUrl, manifest, options) {
   };
   /**
    * A search over an index in pieces: the engine names the pieces it lacks (`{"missing"}`),
-   * they are fetched together and handed over, and it searches again: at most three rounds
-   * (terms and lists; the lexical candidates' content pieces, whose vectors the dense side
-   * scores too, with those of the hits it would show; the hits the candidates moved in). A piece the engine refuses is
+   * they are fetched together and handed over, and it searches again: at most five rounds
+   * (terms and lists; the terms a misspelt word may have meant, once its own piece shows the
+   * site lacks it; the lists of a corrected keyword query, which the model reads corrected;
+   * the lexical candidates' content pieces, whose vectors the dense side scores too, with
+   * those of the hits it would show; the hits the candidates moved in). A piece the engine refuses is
    * dropped from the cache and the search fails naming it; the pieces already in stay.
    */
   const searchPieces = async (args) => {
     for (let round = 0; ; round++) {
       const e = current();
       const json = e.search(...args);
-      if (!json.startsWith('{"missing"') || round === 3) return json;
+      if (!json.startsWith('{"missing"') || round === 5) return json;
       const names = JSON.parse(json).missing;
       const got = await Promise.all(names.map((n) => piece(n).then((bytes) => [n, bytes])));
       if (current() !== e) continue; // the full engine took over meanwhile and has them all

@@ -3,6 +3,7 @@
 //! tokenizes exactly like `[a-z0-9]+`; idf = ln(1 + (N − n + 0.5)/(n + 0.5)) is never negative;
 //! postings are sorted by chunk, and scoring visits only the query's postings.
 
+use crate::query::lexicon::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -17,7 +18,7 @@ pub fn tokenize(s: &str) -> Vec<String> {
 
 /// The alphanumeric runs of `s` (before lowercasing) with their byte offsets: what
 /// [`tokenize`] makes tokens of.
-fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
+pub(crate) fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
     s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(move |w| (w.as_ptr() as usize - s.as_ptr() as usize, w))
 }
 
@@ -192,32 +193,22 @@ impl Bm25 {
         self.doc_len.iter().map(|&l| l as f64).sum::<f64>() as f32 / self.doc_len.len() as f32
     }
 
-    pub(crate) fn idf(&self, df: usize) -> f32 {
-        idf(self.doc_len.len(), df)
-    }
-
-    /// Scores of every chunk that shares a term with the query, best first (ties by chunk).
-    /// A query term repeated counts once per occurrence, as in the classic formula's sum.
+    /// Scores of every chunk that shares a term with the query, best first (ties by chunk), its
+    /// words matched as a search box matches them ([`Plan`]: a word, the terms the last word
+    /// begins while typed, a typo's nearest terms). A query word repeated counts once per
+    /// occurrence, as in the classic formula's sum.
     pub fn rank(&self, query: &str) -> Vec<(usize, f32)> {
-        let avgdl = self.avgdl();
-        let mut scores = Scores::new(self.doc_len.len());
-        for term in tokenize(query) {
-            let Ok(t) = self.terms.binary_search(&term) else { continue };
-            let postings = &self.postings[t];
-            let idf = self.idf(postings.len());
-            for &(doc, tf) in postings {
-                let dl = self.doc_len.get(doc as usize).copied().unwrap_or(0);
-                scores.add(doc, score(idf, tf, dl, avgdl));
-            }
-        }
-        scores.ranked()
+        self.rank_plan(&Plan::new(self, query))
     }
 
-    /// The query's words worth marking in a result: its tokens (by [`tokenize`], the rule BM25
-    /// matched them with), each once, without stop words, words the site never uses, and words
-    /// in more than half of the chunks (they would mark nearly every line).
-    pub fn marked_terms(&self, query: &str) -> Vec<String> {
-        marked(query, self.doc_len.len(), |term| self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok().map(|t| self.postings[t].len()))
+    /// The ranking of [`Bm25::rank`] for a query already planned over this vocabulary.
+    pub fn rank_plan(&self, plan: &Plan) -> Vec<(usize, f32)> {
+        rank_plan(plan, self.doc_len.len(), self.avgdl(), |term, visit| {
+            let Ok(t) = self.terms.binary_search_by(|x| x.as_str().cmp(term)) else { return };
+            for &(chunk, tf) in &self.postings[t] {
+                visit(chunk, tf, self.doc_len.get(chunk as usize).copied().unwrap_or(0));
+            }
+        })
     }
 
     /// Checks the structure read from an index: every posting points at a chunk.
@@ -236,19 +227,36 @@ impl Bm25 {
     }
 }
 
-/// [`Bm25::marked_terms`] over any postings: `df` gives a term's chunk count (`None` for a word
-/// the site never uses) among `n` chunks.
-pub fn marked(query: &str, n: usize, df: impl Fn(&str) -> Option<usize>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for term in tokenize(query) {
-        if out.contains(&term) || STOP_WORDS.binary_search(&term.as_str()).is_ok() {
-            continue;
+/// BM25 over a plan's words among `n` chunks of mean length `avgdl`: `postings(term, visit)`
+/// calls `visit(chunk, tf, chunk length)` for each of the term's postings in chunk order (a
+/// whole index and the pieces of one give the same calls). A word that reaches one term at
+/// weight 1 adds its postings' shares as classic BM25 does; a word that reaches several adds,
+/// per chunk, the best of their weighted shares.
+pub(crate) fn rank_plan(plan: &Plan, n: usize, avgdl: f32, postings: impl Fn(&str, &mut dyn FnMut(u32, u32, u32))) -> Vec<(usize, f32)> {
+    let mut scores = Scores::new(n);
+    for word in plan.scored() {
+        if let [t] = word.terms.as_slice() {
+            if t.weight == 1.0 {
+                let idf = idf(n, t.df);
+                postings(&t.text, &mut |chunk, tf, dl| scores.add(chunk, score(idf, tf, dl, avgdl)));
+                continue;
+            }
         }
-        if df(&term).is_some_and(|df| df * 2 <= n) {
-            out.push(term);
+        // The word's best share per chunk, added in chunk order (a flat table, as `Scores`).
+        let mut best: Vec<f32> = vec![0.0; n];
+        for t in &word.terms {
+            let idf = idf(n, t.df);
+            postings(&t.text, &mut |chunk, tf, dl| {
+                if let Some(b) = best.get_mut(chunk as usize) {
+                    *b = b.max(t.weight * score(idf, tf, dl, avgdl));
+                }
+            });
+        }
+        for (chunk, share) in best.into_iter().enumerate().filter(|&(_, s)| s > 0.0) {
+            scores.add(chunk as u32, share);
         }
     }
-    out
+    scores.ranked()
 }
 
 #[cfg(test)]
@@ -316,11 +324,8 @@ mod tests {
     }
 
     #[test]
-    fn marked_terms_skip_stop_words_unknown_and_ubiquitous_words() {
+    fn stop_words_are_sorted() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "STOP_WORDS is sorted (binary search)");
-        let bm = Bm25::build(["the docs say drop is not called", "docs on leaking", "docs on Drop order", "panics"].iter().copied());
-        assert_eq!(bm.marked_terms("Is DROP not called? drop the docs, zebra"), ["drop", "called"]);
-        assert!(bm.marked_terms("").is_empty());
     }
 
     #[test]
@@ -334,6 +339,6 @@ mod tests {
     #[test]
     fn idf_is_positive_even_for_terms_in_every_chunk() {
         let bm = Bm25::build(["a", "a", "a"].iter().copied());
-        assert!(bm.idf(3) > 0.0);
+        assert!(idf(bm.len(), 3) > 0.0);
     }
 }

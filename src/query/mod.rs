@@ -7,5 +7,6 @@ pub mod bm25;
 pub mod cite;
 pub mod fuse;
 pub mod index;
+pub mod lexicon;
 pub mod pieces;
 pub mod search;

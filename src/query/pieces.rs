@@ -30,6 +30,7 @@ use crate::query::bm25;
 use crate::query::index::{
     hex, read_vector_block, seal, write_vector_block, ChunkEntry, IndexError, PageEntry, Settings, Stamp, END_MAGIC,
 };
+use crate::query::lexicon::{self, How, Plan, Vocabulary};
 use crate::query::search::{self, Dense, Distances, Entries, QueryVector, SearchOptions, SearchResult, Source};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -398,22 +399,49 @@ impl Pieced {
     }
 
     /// The pieces a query needs to be ranked that this reader does not have yet: the lexical
-    /// pieces of its terms and, with a query vector, the lists it probes and the lexical pieces
-    /// of the forms of the words the model does not know. (The lexical
-    /// candidates' content pieces follow from the ranking: [`Pieced::search`] names them.)
+    /// pieces that a plan of it reads (`lexicon::Plan`: each word's own term and its inflected
+    /// forms, which sort beside it; the terms the last word begins while typed; and, for a word
+    /// the site turns out not to hold, the terms of its first letter and its first two letters
+    /// swapped, where its typo's corrections lie), and with a query vector the lists it probes.
+    /// A typo's pieces are known once the word's own piece is in, so they come a round later.
+    /// (The lexical candidates' content pieces follow from the ranking: [`Pieced::search`]
+    /// names them.)
     pub fn needs(&self, query: &str, query_vec: Option<&QueryVector>) -> Vec<PieceId> {
-        let mut out: Vec<PieceId> = bm25::tokenize(query).iter().map(|t| PieceId::Terms(self.terms_piece(t))).collect();
+        let words = bm25::tokenize(query);
+        let mut out: Vec<u32> = words.iter().flat_map(|w| bm25::forms(w)).map(|f| self.terms_piece(&f)).collect();
+        if let Some(last) = words.last().filter(|w| lexicon::is_open(query) && w.chars().count() >= lexicon::MIN_PREFIX) {
+            out.extend(self.terms_pieces_from(last));
+        }
+        if out.iter().all(|&p| self.has(PieceId::Terms(p))) {
+            for w in
+                Plan::new(self, query).words.iter().filter(|w| matches!(w.how, How::Typo | How::Unknown) && lexicon::may_be_typo(&w.token))
+            {
+                let mut cs = w.token.chars();
+                if let (Some(a), Some(b)) = (cs.next(), cs.next()) {
+                    out.extend(self.terms_pieces_from(a.encode_utf8(&mut [0; 4])));
+                    out.push(self.terms_piece(&format!("{b}{a}{}", cs.as_str())));
+                }
+            }
+        }
+        let mut out: Vec<PieceId> = out.into_iter().map(PieceId::Terms).collect();
         if let Some(q) = query_vec.filter(|q| q.vector.len() == self.dim()) {
             out.extend(self.probe(&q.vector).into_iter().map(PieceId::Vectors));
-            // The gate asks whether the site knows a word the model does not in any form
-            // (`search::foreign_words`); the forms sort beside the word, so mostly in its piece.
-            let forms = q.unknown_to_model.iter().flat_map(|w| bm25::forms(w));
-            out.extend(forms.map(|f| PieceId::Terms(self.terms_piece(&f))));
         }
         out.sort_unstable();
         out.dedup();
         out.retain(|id| !self.has(*id));
         out
+    }
+
+    /// The plan of `query` (`lexicon::Plan`) once the lexical pieces it reads are in.
+    pub fn plan(&self, query: &str) -> Option<Plan> {
+        self.needs(query, None).is_empty().then(|| Plan::new(self, query))
+    }
+
+    /// The lexical pieces that hold the terms `prefix` begins.
+    fn terms_pieces_from(&self, prefix: &str) -> std::ops::RangeInclusive<u32> {
+        let last = self.head.lexical_first.partition_point(|f| f.as_str() < prefix || f.starts_with(prefix));
+        self.terms_piece(prefix)..=(last.saturating_sub(1) as u32).max(self.terms_piece(prefix))
     }
 
     /// The chunks of a lexical ranking whose vectors the dense side scores.
@@ -446,7 +474,7 @@ impl Pieced {
     /// lists the pieces it lacks: first those that rank ([`Pieced::needs`]), then the content
     /// pieces of the lexical candidates (whose vectors the dense side scores too) and of the
     /// hits it shows, then those of hits the candidates' distances moved in; fetch them,
-    /// [`Pieced::add`] them, and search again. A query takes at most three rounds.
+    /// [`Pieced::add`] them, and search again. A query takes at most four rounds.
     pub fn search(&self, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> Result<SearchResult, Vec<PieceId>> {
         let missing = self.needs(query, query_vec);
         if !missing.is_empty() {
@@ -468,13 +496,7 @@ impl Pieced {
             return Err(missing);
         }
         let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| self.hit(c, d, i + 1)).collect();
-        Ok(SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings, walked: r.walked })
-    }
-
-    /// The query's words worth marking in a result ([`bm25::marked`]), from the lexical pieces
-    /// this reader has (a search fetched those of every query word).
-    pub fn marked_terms(&self, query: &str) -> Vec<String> {
-        bm25::marked(query, self.head.chunks as usize, |term| self.postings(term).map(Vec::len))
+        Ok(r.into_result(query, hits, self.head.chunks as usize))
     }
 }
 
@@ -487,6 +509,23 @@ impl Entries for Pieced {
     }
 }
 
+/// The terms of the lexical pieces this reader has.
+impl Vocabulary for Pieced {
+    fn df(&self, term: &str) -> Option<usize> {
+        self.postings(term).map(Vec::len)
+    }
+
+    fn with_prefix(&self, prefix: &str, each: &mut dyn FnMut(&str, usize)) {
+        for p in self.terms_pieces_from(prefix) {
+            let Some(piece) = self.terms.get(&p) else { continue };
+            let from = piece.partition_point(|(t, _)| t.as_str() < prefix);
+            for (t, postings) in piece[from..].iter().take_while(|(t, _)| t.starts_with(prefix)) {
+                each(t, postings.len());
+            }
+        }
+    }
+}
+
 impl Source for Pieced {
     fn settings(&self) -> &Settings {
         &self.head.settings
@@ -496,21 +535,13 @@ impl Source for Pieced {
         Pieced::dim(self)
     }
 
-    fn lexical(&self, query: &str) -> Vec<usize> {
-        let n = self.head.chunks as usize;
-        let mut scores = bm25::Scores::new(n);
-        for term in bm25::tokenize(query) {
-            let Some(postings) = self.postings(&term) else { continue };
-            let idf = bm25::idf(n, postings.len());
-            for &(chunk, tf, dl) in postings {
-                scores.add(chunk, bm25::score(idf, tf, dl, self.head.avgdl));
+    fn lexical(&self, plan: &Plan) -> Vec<usize> {
+        let ranked = bm25::rank_plan(plan, self.head.chunks as usize, self.head.avgdl, |term, visit| {
+            for &(chunk, tf, dl) in self.postings(term).into_iter().flatten() {
+                visit(chunk, tf, dl);
             }
-        }
-        scores.ranked().into_iter().map(|(c, _)| c).collect()
-    }
-
-    fn has_term(&self, term: &str) -> bool {
-        self.postings(term).is_some()
+        });
+        ranked.into_iter().map(|(c, _)| c).collect()
     }
 
     fn dense(&self, query: &[f32], lexical: &[usize]) -> Option<Dense> {

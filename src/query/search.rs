@@ -98,17 +98,55 @@ pub struct Timings {
     pub fuse: f64,
 }
 
+/// What a search tells its reader besides the ranked hits, which it always lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The gate kept chunks: needle states an answer and cites them.
+    Answer,
+    /// No answer is stated, and none was asked for: a keyword query with a word the site knows
+    /// (or a search without the model, whose gate cannot speak yet) lists what ranks. Words of
+    /// it the site does not know are named beside the results (`SearchResult::unknown`).
+    Results,
+    /// A question no passage answers, or a keyword query none of whose words the site knows:
+    /// the hits are the closest pages, not an answer.
+    NoAnswer,
+}
+
+impl Verdict {
+    /// The verdict on a search whose gate kept `answered` chunks of `hits` hits: `gated` when a
+    /// query vector met the gate, `keywords` when the query reads as keywords, `matched` when a
+    /// word of it is the site's in some form (`Plan::matched`).
+    pub fn of(answered: bool, hits: usize, gated: bool, keywords: bool, matched: bool) -> Verdict {
+        match () {
+            _ if answered => Verdict::Answer,
+            _ if hits > 0 && (!gated || keywords && matched) => Verdict::Results,
+            _ => Verdict::NoAnswer,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {
     /// Top k of the ungated ranking (more when the gate kept a hit below k).
     pub hits: Vec<Hit>,
     /// Indices into `hits` kept by the gate (empty = NO ANSWER).
     pub answer: Vec<usize>,
+    /// Whether the result states an answer, lists keyword results, or says no passage answers.
+    pub verdict: Verdict,
     pub mode: Mode,
     /// The cut this query met (the index's gate may lower it for foreign words).
     pub cut: f32,
-    /// The query's words that neither the site nor the model knows ([`foreign_words`]).
+    /// The query's words that neither the site nor the model knows ([`foreign_in`]).
     pub foreign: Vec<String>,
+    /// The query's words the site holds in no form, and no term near them (`Plan::unknown`).
+    pub unknown: Vec<String>,
+    /// The query as matched when a word of it was a typo: each such word replaced by the site
+    /// term it most likely meant (`Plan::corrected`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<String>,
+    /// The site terms the query's words reached that a result marks (`Plan::marked`).
+    pub terms: Vec<String>,
     /// Milliseconds.
     pub timings: Timings,
     /// Positions in the ranking the gate walked, best first (those below `hits.len()` index
@@ -118,12 +156,12 @@ pub struct SearchResult {
     pub walked: Vec<usize>,
 }
 
-use crate::query::bm25;
 use crate::query::fuse;
 use crate::query::index::{ChunkEntry, Gate, Index, PageEntry, Settings};
+use crate::query::lexicon::{Plan, Vocabulary};
 
 /// A query as the model saw it: its embedding, and the words of it (lowercased, as
-/// [`bm25::tokenize`] makes them) that the model's word-piece vocabulary does not hold whole —
+/// [`crate::query::bm25::tokenize`] makes them) that the model's word-piece vocabulary does not hold whole —
 /// names and jargon it had to spell out in pieces. The gate asks which of those the site never
 /// uses either ([`foreign_words`]).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -133,26 +171,18 @@ pub struct QueryVector {
 }
 
 /// The query's words that neither the site nor the model knows: its distinct non-stop-word
-/// tokens that are in `q.unknown_to_model` and in no chunk of the index in any of their
-/// inflected forms ([`bm25::forms`]: a reader's "corrupts" is the site's "corrupt"). An adjacent
-/// out-of-domain question usually names such a thing ("tokio", "PyO3"); a reader describing a
-/// symptom in plain words rarely does.
+/// tokens that are in `q.unknown_to_model` and that the site holds in none of their inflected
+/// forms ([`crate::query::bm25::forms`]: a reader's "corrupts" is the site's "corrupt"), nothing they begin
+/// (the last word, typed) and nothing a typo away ("worksapces" is the site's "workspaces"). An
+/// adjacent out-of-domain question usually names such a thing ("tokio", "PyO3"); a reader
+/// describing a symptom in plain words rarely does.
 pub fn foreign_words(index: &Index, query: &str, q: &QueryVector) -> Vec<String> {
-    foreign_in(|t| index.header.bm25.terms.binary_search_by(|x| x.as_str().cmp(t)).is_ok(), query, q)
+    foreign_in(&Plan::new(&index.header.bm25, query), q)
 }
 
-/// [`foreign_words`] over any vocabulary: `has_term` says whether the site holds a token.
-pub(crate) fn foreign_in(has_term: impl Fn(&str) -> bool, query: &str, q: &QueryVector) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in bm25::tokenize(query) {
-        if out.contains(&t) || bm25::STOP_WORDS.binary_search(&t.as_str()).is_ok() || !q.unknown_to_model.contains(&t) {
-            continue;
-        }
-        if !bm25::forms(&t).iter().any(|f| has_term(f)) {
-            out.push(t);
-        }
-    }
-    out
+/// [`foreign_words`] of a planned query.
+pub fn foreign_in(plan: &Plan, q: &QueryVector) -> Vec<String> {
+    plan.unknown().into_iter().filter(|t| q.unknown_to_model.contains(t)).collect()
 }
 
 impl Settings {
@@ -262,14 +292,12 @@ pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
 
 /// Where the two rankings of a query come from: a whole index, or the pieces of one that a
 /// browser fetched (`query::pieces`). [`rank`] is the one search over either.
-pub(crate) trait Source {
+pub(crate) trait Source: Vocabulary {
     fn settings(&self) -> &Settings;
     /// The model's dimension (a query vector of another length ranks nothing).
     fn dim(&self) -> usize;
-    /// The BM25 ranking of every chunk that shares a term with the query, best first.
-    fn lexical(&self, query: &str) -> Vec<usize>;
-    /// Whether the site's vocabulary holds `term` (a token as [`bm25::tokenize`] makes it).
-    fn has_term(&self, term: &str) -> bool;
+    /// The BM25 ranking of every chunk that shares a term with the planned query, best first.
+    fn lexical(&self, plan: &Plan) -> Vec<usize>;
     /// The chunks this source can score against `query`, nearest first, and their distances;
     /// `None` when it holds no vectors. `lexical` is the query's lexical ranking (an index in
     /// pieces scores its first chunks too; a whole index scores every chunk anyway).
@@ -314,12 +342,24 @@ pub(crate) struct Ranked {
     pub mode: Mode,
     pub cut: f32,
     pub foreign: Vec<String>,
+    /// How the query's words met the site's vocabulary.
+    pub plan: Plan,
     pub timings: Timings,
     /// The lexical ranking the search fused (an index in pieces names its first chunks'
     /// content pieces from it).
     pub lexical: Vec<usize>,
     /// Positions in the ranking the gate walked (`SearchResult::walked`).
     pub walked: Vec<usize>,
+}
+
+impl Vocabulary for Index {
+    fn df(&self, term: &str) -> Option<usize> {
+        self.header.bm25.df(term)
+    }
+
+    fn with_prefix(&self, prefix: &str, each: &mut dyn FnMut(&str, usize)) {
+        self.header.bm25.with_prefix(prefix, each)
+    }
 }
 
 impl Source for Index {
@@ -331,12 +371,8 @@ impl Source for Index {
         Index::dim(self)
     }
 
-    fn lexical(&self, query: &str) -> Vec<usize> {
-        self.header.bm25.rank(query).into_iter().map(|(c, _)| c).collect()
-    }
-
-    fn has_term(&self, term: &str) -> bool {
-        self.header.bm25.terms.binary_search_by(|x| x.as_str().cmp(term)).is_ok()
+    fn lexical(&self, plan: &Plan) -> Vec<usize> {
+        self.header.bm25.rank_plan(plan).into_iter().map(|(c, _)| c).collect()
     }
 
     fn dense(&self, query: &[f32], _lexical: &[usize]) -> Option<Dense> {
@@ -385,7 +421,30 @@ pub fn page_order(index: &Index, dist: &[f32]) -> Vec<usize> {
 pub fn search(index: &Index, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
     let r = rank(index, query, query_vec, opts);
     let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| index.hit(c, d, i + 1)).collect();
-    SearchResult { hits, answer: r.answer, mode: r.mode, cut: r.cut, foreign: r.foreign, timings: r.timings, walked: r.walked }
+    r.into_result(query, hits, index.header.chunks.len())
+}
+
+impl Ranked {
+    /// The search result of this ranking of `query` over a site of `chunks` chunks, with its
+    /// hits made (`Entries::hit`).
+    pub(crate) fn into_result(self, query: &str, hits: Vec<Hit>, chunks: usize) -> SearchResult {
+        let unknown = self.plan.unknown();
+        let gated = self.mode != Mode::Bm25;
+        let verdict = Verdict::of(!self.answer.is_empty(), hits.len(), gated, self.plan.keywords, self.plan.matched());
+        SearchResult {
+            hits,
+            answer: self.answer,
+            verdict,
+            mode: self.mode,
+            cut: self.cut,
+            foreign: self.foreign,
+            unknown,
+            corrected: self.plan.corrected(query),
+            terms: self.plan.marked(chunks),
+            timings: self.timings,
+            walked: self.walked,
+        }
+    }
 }
 
 /// The search of [`search`] over any [`Source`]: both rankings, their fusion and the gate.
@@ -394,7 +453,8 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
     let mut timings = Timings::default();
 
     let t = now_ms();
-    let lexical = source.lexical(query);
+    let plan = Plan::new(source, query);
+    let lexical = source.lexical(&plan);
     timings.bm25 = now_ms() - t;
 
     let t = now_ms();
@@ -403,7 +463,7 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
 
     // Foreign words ask the model's vocabulary too: only a query the model saw has them.
     let foreign = match (&dense, query_vec) {
-        (Some(_), Some(q)) => foreign_in(|t| source.has_term(t), query, q),
+        (Some(_), Some(q)) => foreign_in(&plan, q),
         _ => Vec::new(),
     };
     let cut = opts.cut.unwrap_or_else(|| settings.cut_for(foreign.len()));
@@ -443,7 +503,7 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
     let answer = gate_walk(&walked, |i| distance(ranking[i]), cut, opts.max_chunks);
     let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
     let shown = ranking.iter().take(shown).map(|&c| (c, distance(c))).collect();
-    Ranked { shown, answer, mode, cut, foreign, timings, lexical, walked }
+    Ranked { shown, answer, mode, cut, foreign, plan, timings, lexical, walked }
 }
 
 /// Walks `hits` at the positions `walked` (a search's `SearchResult::walked`), in order, and

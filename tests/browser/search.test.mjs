@@ -1,7 +1,16 @@
-// The browser engine answers exactly like the native CLI on the fixture corpus.
+// The browser engine answers exactly like the native CLI on the fixture corpus: its questions,
+// and its page and section titles typed as keywords, as prefixes and with typos.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { fixtureSite, launch, nativePrompt, nativeSearch, ood, primeNative, qrels, serve } from "./helpers.mjs";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT, fixtureSite, launch, nativePrompt, nativeSearch, ood, primeNative, qrels, serve } from "./helpers.mjs";
+
+const keywords = () =>
+  readFileSync(join(ROOT, "tests/fixtures/keywords/nomicon.jsonl"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
 
 describe("in Chromium, needle answers like native `needle search`", () => {
   let server, browser, page, bundle;
@@ -11,6 +20,7 @@ describe("in Chromium, needle answers like native `needle search`", () => {
     ({ bundle } = fixtureSite());
     for (const q of qrels()) queries.push({ id: `${q.id}/doc`, q: q.q_doc, ood: false }, { id: `${q.id}/ticket`, q: q.q_ticket, ood: false });
     for (const q of ood()) queries.push({ id: q.id, q: q.query, ood: true });
+    for (const q of keywords()) queries.push({ id: q.id, q: q.query, ood: false });
     primeNative(bundle, queries.map((q) => q.q), { k: 20 });
     server = await serve(fixtureSite().site, { csp: true });
     browser = await launch();
@@ -53,17 +63,19 @@ describe("in Chromium, needle answers like native `needle search`", () => {
     assert.deepEqual(mismatches, [], "rankings differ");
   });
 
-  it("makes the same NO ANSWER decisions (and keeps the same chunks) as native", async () => {
+  it("makes the same NO ANSWER decisions, keeps the same chunks and reads the words the same as native", async () => {
     const results = await page.evaluate(async (qs) => {
       const out = [];
       for (const q of qs) out.push(await window.engine.search(q, { k: 20, mode: "hybrid" }));
       return out;
     }, queries.map((q) => q.q));
     const decisions = { web: [], native: [] };
+    const decision = (r) =>
+      `${r.answer.length ? r.answer.join(",") : "NO ANSWER"} ${r.verdict} ${r.corrected ?? ""} [${r.unknown}] [${r.foreign}] [${r.terms}]`;
     queries.forEach((q, i) => {
       const nat = nativeSearch(bundle, q.q, { k: 20 });
-      decisions.web.push(`${q.id}: ${results[i].answer.length ? results[i].answer.join(",") : "NO ANSWER"}`);
-      decisions.native.push(`${q.id}: ${nat.answer.length ? nat.answer.join(",") : "NO ANSWER"}`);
+      decisions.web.push(`${q.id}: ${decision(results[i])}`);
+      decisions.native.push(`${q.id}: ${decision(nat)}`);
     });
     assert.deepEqual(decisions.web, decisions.native);
   });

@@ -371,8 +371,11 @@ fn run(cli: Cli) -> Result<()> {
                     serde_json::to_string_pretty(&serde_json::json!({"question": question, "result": result, "citations": cites}))?
                 );
             } else if cites.is_empty() {
-                println!("NO ANSWER: nothing under cosine distance {:.3} for \"{}\"", result.cut, question);
+                print_unanswered(&result, &question, k);
             } else {
+                if let Some(c) = &result.corrected {
+                    println!("showing results for \"{c}\"");
+                }
                 for c in &cites {
                     println!("[{}] {}  {}  {}  d={:.3}", c.index, c.document_id, c.locator_label, c.url, c.cosine_distance);
                     println!("    {}", needle::doc::text::collapse_spaces(&c.quote));
@@ -399,7 +402,8 @@ fn run(cli: Cli) -> Result<()> {
                 let line = serde_json::json!({"id": id, "hits": r.hits.iter().map(|h| serde_json::json!({
                     "page": h.page, "kind": h.kind, "url": h.url, "link": h.link,
                     "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank,
-                })).collect::<Vec<_>>(), "answer": r.answer, "mode": r.mode, "cut": r.cut, "foreign": r.foreign, "timings": r.timings});
+                })).collect::<Vec<_>>(), "answer": r.answer, "verdict": r.verdict, "mode": r.mode, "cut": r.cut, "foreign": r.foreign,
+                    "unknown": r.unknown, "corrected": r.corrected, "terms": r.terms, "timings": r.timings});
                 writeln!(out, "{line}")?;
             }
             Ok(())
@@ -533,9 +537,37 @@ fn open(index: &Path, model_dir: Option<&Path>) -> Result<(Index, Embedder)> {
     Err(first_err.unwrap_or_else(|| anyhow::anyhow!("no model file in {}", files.dir.display())))
 }
 
+/// A query the gate kept no chunk for: keyword results as results, a question as NO ANSWER with
+/// the words the site does not know and the closest pages (at most `k` hits, one per page).
+fn print_unanswered(result: &SearchResult, question: &str, k: usize) {
+    if let Some(c) = &result.corrected {
+        println!("showing results for \"{c}\"");
+    }
+    match result.verdict {
+        search::Verdict::Results => println!("RESULTS (no stated answer) for \"{question}\":"),
+        _ => println!("NO ANSWER: nothing under cosine distance {:.3} for \"{question}\"", result.cut),
+    }
+    if !result.unknown.is_empty() {
+        println!("the site never mentions: {}", result.unknown.join(", "));
+    }
+    if result.verdict != search::Verdict::Results && !result.hits.is_empty() {
+        println!("closest pages:");
+    }
+    let mut pages: Vec<&str> = Vec::new();
+    for h in &result.hits {
+        if pages.len() == k.max(1) {
+            break;
+        }
+        if !pages.contains(&h.page.as_str()) {
+            pages.push(&h.page);
+            println!("  {}  {}", h.url, needle::doc::text::collapse_spaces(&h.content).chars().take(100).collect::<String>());
+        }
+    }
+}
+
 fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
     let t = search::now_ms();
-    let v = emb.query(q)?;
+    let v = emb.query(&needle::query::lexicon::Plan::new(&idx.header.bm25, q).embedded(q))?;
     let embed_ms = search::now_ms() - t;
     let mut r = search::search(idx, q, Some(&v), opts);
     r.timings.embed = embed_ms;

@@ -175,7 +175,7 @@ mod tests {
         let rows: Vec<SweepRow> = super::super::score::sweep_cuts()
             .into_iter()
             .enumerate()
-            .map(|(i, cut)| SweepRow { cut, bluffs: i, refused: 16 - i, dropped: (16 - i) / 2 })
+            .map(|(i, cut)| SweepRow { bluffs: i, refused: 16 - i, dropped: (16 - i) / 2, ..SweepRow::at(cut) })
             .collect();
         let b = sweep_svg(&rows, 48, 30, &markers).unwrap();
         assert!(b.starts_with("<svg") && b.contains("bluffs (of 30 out-of-domain)"));

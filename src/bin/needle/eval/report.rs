@@ -335,12 +335,12 @@ impl Outcome {
             "index_cut": cut_value(self.index_cut),
             "at_index_cut": (ood_n > 0 || s.overall.n > 0).then(|| {
                 let r = self.row_at(self.index_cut);
-                json!({"bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped})
+                json!({"bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped, "stated": r.stated, "stated_right": r.stated_right, "silent_top4": r.silent_top4})
             }),
             "index_gate": self.index_gate,
             "at_index_gate": (ood_n > 0 || s.overall.n > 0).then(|| {
                 let r = self.own_gate();
-                json!({"bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped})
+                json!({"bluffs": r.bluffs, "refused": r.refused, "dropped": r.dropped, "stated": r.stated, "stated_right": r.stated_right, "silent_top4": r.silent_top4})
             }),
             "config": {
                 "target": self.target, "site": self.site, "model": self.model, "mode": self.main.mode.name(),
@@ -454,6 +454,16 @@ impl Outcome {
             let r = self.own_gate();
             let _ =
                 writeln!(t, "the index's gate ({}): {} bluffs, {} refused, {} dropped", self.gate_words(), r.bluffs, r.refused, r.dropped);
+            let top4 = self.main.runs.iter().filter(|q| q.in_domain() && q.hit_at(4)).count();
+            let _ = writeln!(
+                t,
+                "  stated answers holding the needle: {} of {} ({}); needle in the top 4 without a stated answer: {} of {top4} ({})",
+                r.stated_right,
+                r.stated,
+                share(r.stated_right, r.stated),
+                r.silent_top4,
+                share(r.silent_top4, top4)
+            );
         }
     }
 
@@ -780,6 +790,17 @@ impl Outcome {
             self.n_ood(),
             self.main.runs.iter().filter(|r| r.in_domain()).count()
         );
+        let _ = writeln!(
+            md,
+            "Can a stated answer be trusted? Of the {} answerable queries given one, {} cite a chunk that holds the needle ({}); \
+             {} of the {} queries with the needle in the top 4 get no stated answer ({}).\n",
+            r.stated,
+            r.stated_right,
+            share(r.stated_right, r.stated),
+            r.silent_top4,
+            self.main.runs.iter().filter(|q| q.in_domain() && q.hit_at(4)).count(),
+            share(r.silent_top4, self.main.runs.iter().filter(|q| q.in_domain() && q.hit_at(4)).count()),
+        );
         let _ = writeln!(md, "Other bluff budgets:\n\n| at most … bluffs | cut | bluffs | refused | dropped |\n|---:|---:|---:|---:|---:|");
         for (b, row) in self.cut_by_budget() {
             match row {
@@ -839,6 +860,14 @@ impl Outcome {
         }
         let _ = writeln!(md, "\n</details>");
     }
+}
+
+/// `part` of `whole` as a percentage, or "–" of nothing.
+fn share(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        return "–".into();
+    }
+    format!("{:.0} %", 100.0 * part as f64 / whole as f64)
 }
 
 #[cfg(test)]

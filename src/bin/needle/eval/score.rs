@@ -129,6 +129,23 @@ pub struct SweepRow {
     pub refused: usize,
     /// In-domain queries whose answering chunk is in the gate's walk but not kept by it.
     pub dropped: usize,
+    /// In-domain queries given a stated answer (the gate kept chunks).
+    #[serde(default)]
+    pub stated: usize,
+    /// Of those, the ones whose kept chunks hold the needle: a stated answer can be trusted as
+    /// far as `stated_right / stated` goes.
+    #[serde(default)]
+    pub stated_right: usize,
+    /// In-domain queries with an answering chunk in the top 4 that get no stated answer.
+    #[serde(default)]
+    pub silent_top4: usize,
+}
+
+impl SweepRow {
+    /// A row with nothing counted yet.
+    pub fn at(cut: f32) -> SweepRow {
+        SweepRow { cut, bluffs: 0, refused: 0, dropped: 0, stated: 0, stated_right: 0, silent_top4: 0 }
+    }
 }
 
 /// The sweep's cuts: 0.400, 0.425, …, 0.800.
@@ -149,13 +166,16 @@ pub fn own_gate(runs: &[QueryRun], index_cut: f32, max_chunks: usize) -> SweepRo
 /// Bluffs, refusals and dropped answers when each query is gated at `cut_of(query)`; the row
 /// is labelled `cut`.
 fn gate_row(runs: &[QueryRun], cut: f32, max_chunks: usize, cut_of: impl Fn(&QueryRun) -> f32) -> SweepRow {
-    let mut row = SweepRow { cut, bluffs: 0, refused: 0, dropped: 0 };
+    let mut row = SweepRow::at(cut);
     for r in runs {
         let at = cut_of(r);
         let kept = r.gated(at, max_chunks);
         if r.in_domain() {
             row.refused += kept.is_empty() as usize;
             row.dropped += r.dropped(at, max_chunks) as usize;
+            row.stated += !kept.is_empty() as usize;
+            row.stated_right += kept.iter().any(|&i| r.answers.get(i).copied().unwrap_or(false)) as usize;
+            row.silent_top4 += (kept.is_empty() && r.hit_at(4)) as usize;
         } else {
             row.bluffs += !kept.is_empty() as usize;
         }
@@ -326,12 +346,22 @@ pub(crate) mod tests {
         let runs = synthetic();
         // cut 0.5: q1 doc keeps 0.30, 0.40 (answer kept); q2 keeps 0.45 (answer at 0.62 dropped);
         // q1 ticket refused (answer 0.58 dropped); destroyed q4 refused; no OOD under 0.5.
-        assert_eq!(sweep_at(&runs, 0.5, 4), SweepRow { cut: 0.5, bluffs: 0, refused: 2, dropped: 2 });
+        // Stated: q1 doc (its answer kept) and q2 (not); q1 ticket's answer ranks 2nd, unstated.
+        let row = |cut, bluffs, refused, dropped, stated, stated_right, silent_top4| SweepRow {
+            cut,
+            bluffs,
+            refused,
+            dropped,
+            stated,
+            stated_right,
+            silent_top4,
+        };
+        assert_eq!(sweep_at(&runs, 0.5, 4), row(0.5, 0, 2, 2, 2, 1, 1));
         // cut 0.6: q2 keeps 0.45, 0.50, 0.55 (answer at 0.62 still out); q1 ticket keeps its
         // answer 0.58; q4 keeps 0.5; o1 bluffs.
-        assert_eq!(sweep_at(&runs, 0.6, 4), SweepRow { cut: 0.6, bluffs: 1, refused: 0, dropped: 1 });
+        assert_eq!(sweep_at(&runs, 0.6, 4), row(0.6, 1, 0, 1, 4, 2, 0));
         // max_chunks 2 at 0.7: q2's answer (5th) is cut off by the first two hits.
-        assert_eq!(sweep_at(&runs, 0.7, 2), SweepRow { cut: 0.7, bluffs: 2, refused: 0, dropped: 1 });
+        assert_eq!(sweep_at(&runs, 0.7, 2), row(0.7, 2, 0, 1, 4, 2, 0));
         assert_eq!(sweep_at(&runs, 0.7, 4).dropped, 1, "the 5th hit is beyond 4 chunks");
     }
 
@@ -346,7 +376,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_chosen_cut_has_fewest_refusals_within_the_bluff_budget() {
-        let row = |cut, bluffs, refused, dropped| SweepRow { cut, bluffs, refused, dropped };
+        let row = |cut, bluffs, refused, dropped| SweepRow { bluffs, refused, dropped, ..SweepRow::at(cut) };
         let rows = [row(0.4, 0, 9, 3), row(0.45, 0, 5, 2), row(0.5, 1, 5, 1), row(0.55, 2, 2, 1), row(0.6, 4, 0, 0)];
         assert_eq!(choose_cut(&rows, 0), Some(0.45));
         assert_eq!(choose_cut(&rows, 1), Some(0.5), "same refusals, fewer drops");
