@@ -343,14 +343,15 @@ function typedInField(e) {
 
 /**
  * The widget's own rules that must hold before widget.css arrives (its first paint is otherwise
- * an unstyled label and input): the UI stays invisible, in place, until the sheet has loaded.
+ * an unstyled label and input): the UI stays transparent, in place and focusable, until the
+ * sheet has loaded.
  */
 let criticalSheet = null;
 function critical() {
   if (!criticalSheet) {
     criticalSheet = new CSSStyleSheet();
     criticalSheet.replaceSync(
-      ":host{display:block;position:relative}.needle.loading{visibility:hidden}[hidden]{display:none!important}" +
+      ":host{display:block;position:relative}.needle.loading{opacity:0}[hidden]{display:none!important}" +
         ".visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}",
     );
   }
@@ -421,7 +422,7 @@ class NeedleSearch extends HTMLElement {
     this.notice = el("p", { class: "notice", part: "notice" });
     this.upgrade = el("button", { type: "button", class: "upgrade", part: "upgrade", hidden: "" }, "Semantic results are ready: show them");
     this.list = el("ul", { id: `${id}-list`, role: "listbox", "aria-label": "Search results", part: "results" });
-    this.panel.append(this.corrected, this.why, this.notice, this.upgrade, this.list);
+    this.panel.append(this.corrected, this.why, this.notice, this.list, this.upgrade);
     wrap.append(label, this.input, this.bar, this.status, this.panel);
     root.append(wrap);
     followScheme(wrap);
@@ -431,7 +432,12 @@ class NeedleSearch extends HTMLElement {
     this.input.addEventListener("click", () => this.#reopen());
     this.input.addEventListener("input", () => this.#typed());
     this.input.addEventListener("keydown", (e) => this.#key(e));
-    this.upgrade.addEventListener("click", () => this.#present(this.#pending));
+    // The button goes once pressed: the focus stays in (or comes back to) the box.
+    this.upgrade.addEventListener("pointerdown", (e) => e.preventDefault());
+    this.upgrade.addEventListener("click", () => {
+      this.input.focus();
+      this.#present(this.#pending);
+    });
     this.addEventListener("focusout", (e) => {
       if (!this.contains(e.relatedTarget) && !root.contains(e.relatedTarget)) this.#expand(false);
     });
@@ -529,7 +535,7 @@ class NeedleSearch extends HTMLElement {
     this.bar.hidden = this.#ready;
     this.bar.setAttribute("aria-valuenow", String(pct));
     this.bar.firstChild.style.width = `${pct}%`;
-    this.#say(`Keyword results now; loading semantic search… ${mb(loaded)} of ${mb(total)} MB`);
+    this.#say(`Loading semantic search: ${mb(loaded)} of ${mb(total)} MB`);
   }
 
   #say(text) {
