@@ -134,6 +134,10 @@ describe("on mdBook's Cargo Book, with mdBook's own scripts", () => {
     await page.keyboard.press("Control+k");
     assert.equal(await page.evaluate(() => window.__taken), 1);
     assert.equal(await widgetFocused(page), false, "the page's Ctrl-K stays the page's");
+    // The attribute names the keys.
+    await page.evaluate(() => document.querySelector("needle-search").setAttribute("shortcut", "alt+j"));
+    await page.keyboard.press("Alt+j");
+    assert.equal(await widgetFocused(page), true, "shortcut=alt+j");
     await page.context().close();
   });
 
