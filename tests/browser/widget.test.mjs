@@ -77,6 +77,30 @@ describe("the widget", () => {
     await page.close();
   });
 
+  it("paints nothing unstyled while widget.css loads: the UI waits transparent, in place, and takes the focus", async () => {
+    const page = await newPage();
+    let release;
+    const held = new Promise((r) => (release = r));
+    await page.route(/\/needle\/widget\.[0-9a-f]{16}\.css$/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(server.url + "index.html");
+    await page.waitForFunction(() => document.querySelector("needle-search").shadowRoot?.querySelector("link[rel=stylesheet]"));
+    const looks = () =>
+      page.evaluate(() => {
+        const root = document.querySelector("needle-search").shadowRoot;
+        return { opacity: getComputedStyle(root.querySelector(".needle")).opacity, label: getComputedStyle(root.querySelector("label")).position, host: getComputedStyle(document.querySelector("needle-search")).display };
+      });
+    assert.deepEqual(await looks(), { opacity: "0", label: "absolute", host: "block" });
+    await page.focus(box);
+    assert.equal(await page.evaluate(() => document.querySelector("needle-search").shadowRoot.activeElement?.localName), "input");
+    release();
+    await page.waitForFunction(() => getComputedStyle(document.querySelector("needle-search").shadowRoot.querySelector(".needle")).opacity === "1");
+    assert.deepEqual(await looks(), { opacity: "1", label: "absolute", host: "block" });
+    await page.close();
+  });
+
   it("downloads nothing on hover; the progress counts the whole semantic download from its first byte, by the manifest's sizes", async () => {
     const page = await newPage();
     const fetched = [];
