@@ -2,9 +2,10 @@
 // `needle serve --csp` (so the widget must live with a strict Content-Security-Policy).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { extname, join } from "node:path";
 import { WIDGET_ELEMENT, WIDGET_SNIPPET, artifact, fixtureSite, launch, launchPersistent, ood, qrels, serve, squash } from "./helpers.mjs";
 
 const box = "needle-search input";
@@ -510,6 +511,50 @@ describe("offline", () => {
       const offline = await ask(page, qrels()[0].q_doc);
       assert.equal(offline.mode, "hybrid");
       assert.deepEqual(offline.hits.map((h) => h.url), online.hits.map((h) => h.url));
+    } finally {
+      await ctx.close();
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the service worker answers with the network's bytes as they arrive while it caches them", async () => {
+    const { site } = fixtureSite();
+    const manifest = JSON.parse(readFileSync(join(site, "needle", "manifest.json"), "utf8"));
+    const slow = `/needle/${manifest.files.tokenizer}`;
+    // The site, with the tokenizer's second half sent 2 s after its first.
+    const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json", ".wasm": "application/wasm" };
+    const server = createServer(async (req, res) => {
+      const path = new URL(req.url, "http://x").pathname;
+      let body;
+      try {
+        body = readFileSync(join(site, decodeURIComponent(path)));
+      } catch {
+        return res.writeHead(404).end();
+      }
+      res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream", "service-worker-allowed": "/", "content-length": body.length });
+      if (path !== slow) return res.end(body);
+      res.write(body.subarray(0, body.length >> 1));
+      setTimeout(() => res.end(body.subarray(body.length >> 1)), 2000);
+    });
+    await new Promise((r) => server.listen(0, "127.0.0.1", r));
+    const dir = mkdtempSync(join(tmpdir(), "needle-sw-"));
+    const ctx = await launchPersistent(dir);
+    try {
+      const page = await ctx.newPage();
+      await page.goto(`http://127.0.0.1:${server.address().port}/index.html`);
+      await page.waitForFunction(() => navigator.serviceWorker.controller);
+      const t = await page.evaluate(async (url) => {
+        const t0 = performance.now();
+        const reader = (await fetch(url)).body.getReader();
+        await reader.read();
+        const first = performance.now() - t0;
+        while (!(await reader.read()).done);
+        return { first, all: performance.now() - t0 };
+      }, slow);
+      assert.ok(t.all >= 1900, `the body took its 2 s: ${JSON.stringify(t)}`);
+      assert.ok(t.first < 1500, `the first bytes came before the rest was sent: ${JSON.stringify(t)}`);
+      await page.waitForFunction((url) => caches.open("needle-v1").then((c) => c.match(url)).then(Boolean), slow);
     } finally {
       await ctx.close();
       server.close();
