@@ -40,29 +40,33 @@ self.addEventListener("fetch", (e) => {
   if (req.method !== "GET") return;
   const url = new URL(req.url);
   if (url.origin !== self.location.origin) return;
-  if (HASHED.test(url.pathname)) e.respondWith(cacheFirst(req));
-  else e.respondWith(networkFirst(req));
+  if (HASHED.test(url.pathname)) e.respondWith(cacheFirst(e));
+  else e.respondWith(networkFirst(e));
 });
 
-async function cacheFirst(req) {
-  const hit = await caches.match(req, { ignoreSearch: true });
-  if (hit) return hit;
-  const res = await fetch(req);
-  if (res.ok) {
-    const cache = await caches.open(BUNDLE_CACHE);
-    await cache.put(req, res.clone()).catch(() => {});
-  }
+/**
+ * Keeps a copy of `res` in `cacheName` while the page reads it: the clone tees the body, so the
+ * response goes out at once and its bytes stream to the page as they arrive (a 17 MB engine is
+ * not held back until the cache has written it).
+ */
+function keep(e, cacheName, res) {
+  const copy = res.clone();
+  e.waitUntil(caches.open(cacheName).then((cache) => cache.put(e.request, copy)).catch(() => {}));
   return res;
 }
 
-async function networkFirst(req) {
+async function cacheFirst(e) {
+  const hit = await caches.match(e.request, { ignoreSearch: true });
+  if (hit) return hit;
+  const res = await fetch(e.request);
+  return res.ok ? keep(e, BUNDLE_CACHE, res) : res;
+}
+
+async function networkFirst(e) {
+  const req = e.request;
   try {
     const res = await fetch(req);
-    if (res.ok && res.type === "basic") {
-      const cache = await caches.open(PAGE_CACHE);
-      await cache.put(req, res.clone()).catch(() => {});
-    }
-    return res;
+    return res.ok && res.type === "basic" ? keep(e, PAGE_CACHE, res) : res;
   } catch (err) {
     const hit = await caches.match(req, { ignoreSearch: req.mode === "navigate" });
     if (hit) return hit;

@@ -37,6 +37,18 @@ export interface NeedleResult {
   hits: NeedleHit[];
   /** Indices into `hits` kept by the gate; [] means NO ANSWER. */
   answer: number[];
+  /**
+   * The engine's decision: "answer" (the gate kept chunks, `answer` is not empty); "results" (no
+   * stated answer, but nothing refused: a keyword query whose words the site knows, or the model
+   * is not loaded yet); "no-answer" (a question no passage answers, or words the site does not
+   * know, listed in `unknown`). Absent from older engines: there it is "answer" when `answer` is
+   * not empty, else "no-answer".
+   */
+  verdict?: "answer" | "results" | "no-answer";
+  /** The query's words that the site holds in no form and no typo correction reached. */
+  unknown?: string[];
+  /** The query with each corrected word replaced by the site's word it matched; absent or null when nothing was corrected. */
+  corrected?: string | null;
   /** The mode actually used ("bm25" while the model is still loading). */
   mode: "bm25" | "dense" | "hybrid";
   /** The cosine cut this query met: the index's gate lowers it for foreign words. */
@@ -52,8 +64,13 @@ export interface NeedleResult {
 export interface NeedleProgress {
   /** "lexical" | "index" (first), then "wasm" | "wasmRelaxed" | "vectors" | "model" | "tokenizer", while downloading. */
   file?: string;
-  /** "lexical" once lexical search works (the lexical core), "ready" once hybrid does (the engine). */
-  phase?: "lexical" | "ready";
+  /**
+   * "download" when the semantic files start downloading (`files`: each one's size), "lexical"
+   * once lexical search works (the lexical core), "ready" once hybrid does (the engine).
+   */
+  phase?: "download" | "lexical" | "ready";
+  /** With phase "download": the bytes of each file that download brings, by role, from the manifest. */
+  files?: Record<string, number>;
   /** With phase "ready": the engine build running, relaxed SIMD where the browser has it. */
   wasm?: "simd128" | "relaxed-simd";
   loaded?: number;

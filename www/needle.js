@@ -327,6 +327,9 @@ function createCore(baseUrl, manifest, options) {
     await modelWanted;
     const role = engineRole(manifest, options);
     const own = await loadGlue(baseUrl, manifest, role);
+    // The whole download from the start, so that a progress bar's total never grows.
+    const files = [...(own.wasm ? [] : [role]), ...(pieced ? [] : ["vectors"]), "model", "tokenizer"];
+    progress({ phase: "download", files: Object.fromEntries(files.map((f) => [f, manifest.sizes?.[f] ?? 0])), done: false });
     const [wasm, vectors, model, tokenizer] = await Promise.all([
       own.wasm ? readFileUrl(own.wasm) : get(role),
       pieced ? null : get("vectors"),

@@ -7,17 +7,20 @@
 // among the app's assets, so `base` must name the site's bundle (`needle build` writes it):
 //   <needle-search base="/needle/"></needle-search>
 //
-// Attributes: base (the bundle URL; default: this script's folder), placeholder, k (answers
-// shown, default 4), preload (start loading the engine at once instead of on first focus),
-// selector (the content root, if the index was built with --selector), offline (register
-// needle-sw.js so that a second visit works with the network off), semantic (when the engine
-// and model that make search semantic download, after the lexical core that answers first:
-// "auto", the default, as soon as the box is used; "on-demand" at the first query; "off" never,
-// keyword search only).
+// Attributes: base (the bundle URL; default: this script's folder), placeholder, k (results
+// listed, grouped by page; default 10), preload (start loading the engine at once instead of on
+// first focus), selector (the content root, if the index was built with --selector), offline
+// (register needle-sw.js so that a second visit works with the network off), semantic (when the
+// engine and model that make search semantic download, after the lexical core that answers
+// first: "auto", the default, when the box is focused; "on-demand" at the first query; "off"
+// never, keyword search only), shortcut (the keys that focus the box from anywhere on the page,
+// space-separated: "mod+k /" by default, mod being Ctrl or ⌘; "none" for none; a key the page
+// itself handles first stays the page's).
 // The UI lives in an open shadow root: the page's CSS cannot reach it (widget.css resets what
 // would be inherited), only the custom properties documented in widget.css and ::part(input,
-// panel, results, crumbs, snippet, …) theme it. Indexed text is always inserted as text
-// (textContent), never parsed as HTML.
+// panel, results, crumbs, snippet, …) theme it. Key events typed in it stop at the shadow root,
+// so the page's own shortcuts (mdBook's `s`, `/`, `?`, arrows) never see them. Indexed text is
+// always inserted as text (textContent), never parsed as HTML.
 
 import { loadLexicalCore, loadManifest, open } from "./needle.js";
 
@@ -103,26 +106,107 @@ function registerOffline(base) {
   return offlineStarted;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The page's colour scheme.
+
+const DARK = "(prefers-color-scheme: dark)";
+const THEME_ATTRIBUTES = ["class", "data-theme", "data-md-color-scheme"];
+
+/**
+ * The scheme the page's own theme switch has chosen, "dark" or "light", or null where it has
+ * none (or follows the OS): Material for MkDocs' `data-md-color-scheme` (default / slate, or a
+ * site's own scheme named for one, such as uv's astral-dark), `data-theme` (Docusaurus, Furo,
+ * pydata: light / dark; Furo's "auto" is the OS's), mdBook's theme class on <html> (light, rust /
+ * coal, navy, ayu) and a `dark` class (VitePress), on <html> or <body>.
+ */
+function pageScheme() {
+  for (const e of [document.documentElement, document.body]) {
+    if (!e) continue;
+    const named = e.dataset.mdColorScheme ?? e.dataset.theme ?? "";
+    if (/dark|slate/.test(named)) return "dark";
+    if (/light|default/.test(named)) return "light";
+    for (const c of e.classList) {
+      if (c === "dark" || c === "coal" || c === "navy" || c === "ayu") return "dark";
+      if (c === "light" || c === "rust") return "light";
+    }
+  }
+  return null;
+}
+
+/** The shadow roots' wrappers to repaint when the page's scheme or the OS's changes. */
+const painted = new Set();
+let watching = false;
+
+function paint(wrap) {
+  wrap.classList.toggle("dark", (pageScheme() ?? (matchMedia(DARK).matches ? "dark" : "light")) === "dark");
+}
+
+/** Repaints `wrap` now and whenever the page's theme switch or the OS changes the scheme. */
+function followScheme(wrap) {
+  painted.add(wrap);
+  paint(wrap);
+  if (watching) return;
+  watching = true;
+  const all = () => painted.forEach(paint);
+  const observer = new MutationObserver(all);
+  for (const e of [document.documentElement, document.body]) if (e) observer.observe(e, { attributes: true, attributeFilter: THEME_ATTRIBUTES });
+  matchMedia(DARK).addEventListener("change", all);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results as shown.
+
+/** The engine's decision: "answer", "results" or "no-answer" (derived where the engine does not say). */
+function verdictOf(r) {
+  return r.verdict ?? (r.answer.length ? "answer" : r.mode === "bm25" ? "results" : "no-answer");
+}
+
+/**
+ * What ranks, grouped by page, each page where its best hit comes: the answer's hits first (in
+ * the gate's order), then the rest by rank.
+ */
+function pagesOf(r) {
+  const answered = new Set(r.answer);
+  const hits = [...r.answer.map((i) => r.hits[i]), ...r.hits.filter((_, i) => !answered.has(i))];
+  const pages = new Map();
+  for (const h of hits) {
+    if (!pages.has(h.page)) pages.set(h.page, []);
+    pages.get(h.page).push(h);
+  }
+  return [...pages.values()];
+}
+
+/** Results a page shows before its "more from this page" control. */
+const PER_PAGE = 2;
+
+const isSpace = (c) => c === " " || c === "\t" || c === "\n" || c === "\f" || c === "\r";
+
 /**
  * A result's text as the widget shows it: `text` with the query's terms at `marks` (UTF-16
  * `[from, to]` pairs in `text`). The engine finds the terms (`bm25::marks`, the tokenizer that
  * ranked the hit), so marking and ranking never disagree on what a word is; this file only
- * moves the marks along with the display's cuts.
+ * moves the marks along with the display's cuts. A run of whitespace becomes one space, or with
+ * `lines` (a web page's canonical text, where a line break is a code line, a `<br>` or a block's
+ * end) a line break followed by the next line's indentation.
  */
-function view(content, marks) {
-  // Whitespace runs → one space, trimmed (display only); `at[i]`: the content unit of text[i].
+function view(content, marks, lines) {
+  // `at[i]`: the content unit of text[i].
   let text = "";
   const at = [];
-  let space = -1;
-  for (let i = 0; i < content.length; i++) {
-    const c = content[i];
-    if (c === " " || c === "\t" || c === "\n" || c === "\f" || c === "\r") {
-      if (text.length && space < 0) space = i;
+  for (let i = 0; i < content.length; ) {
+    if (!isSpace(content[i])) {
+      text += content[i];
+      at.push(i++);
       continue;
     }
-    if (space >= 0) (text += " "), at.push(space), (space = -1);
-    text += c;
-    at.push(i);
+    let j = i;
+    while (j < content.length && isSpace(content[j])) j++;
+    if (text.length && j < content.length) {
+      const nl = lines ? content.lastIndexOf("\n", j - 1) : -1;
+      if (nl < i) (text += " "), at.push(i);
+      else for (let u = nl; u < j; u++) (text += content[u]), at.push(u);
+    }
+    i = j;
   }
   const index = (unit) => {
     let lo = 0, hi = at.length;
@@ -151,20 +235,30 @@ function withoutHeading(v, headings) {
   let a = 0;
   for (const h of headings.map(collapseWs).filter(Boolean)) {
     const rest = v.text.slice(a);
-    if (rest.startsWith(h) && (rest.length === h.length || rest[h.length] === " ")) a += h.length + 1;
+    if (rest.startsWith(h) && (rest.length === h.length || isSpace(rest[h.length]))) a += h.length + 1;
   }
   return a < v.text.length ? cut(v, a, v.text.length) : v;
 }
 
-/** About `max` characters of `v`, around its first marked term. */
-function snippet(v, max = 280) {
+/** The index just past the first whitespace at or after `from` (or `from` itself if none). */
+function afterSpace(text, from) {
+  const m = /[ \n]/.exec(text.slice(from));
+  return m ? from + m.index + 1 : from;
+}
+
+/** About `max` characters and at most `maxLines` lines of `v`, around its first marked term. */
+function snippet(v, max = 280, maxLines = 6) {
   const { text } = v;
-  if (text.length <= max) return v;
+  if (text.length <= max && text.split("\n").length <= maxLines) return v;
   const first = v.marks.length ? v.marks[0][0] : 0;
-  let a = Math.max(0, first - 60);
-  if (a > 0) a = text.indexOf(" ", a) + 1 || a;
+  const a = first > 60 ? afterSpace(text, first - 60) : 0;
   let z = Math.min(text.length, a + max);
-  if (z < text.length) z = text.lastIndexOf(" ", z) > a ? text.lastIndexOf(" ", z) : z;
+  if (z < text.length) {
+    const end = Math.max(text.lastIndexOf(" ", z), text.lastIndexOf("\n", z));
+    if (end > a) z = end;
+  }
+  let lines = 0;
+  for (let i = text.indexOf("\n", a); i >= 0 && i < z; i = text.indexOf("\n", i + 1)) if (++lines === maxLines) z = i;
   const s = cut(v, a, z);
   const lead = a > 0 ? "… " : "";
   return { text: lead + s.text + (z < text.length ? " …" : ""), marks: s.marks.map(([m, n]) => [m + lead.length, n + lead.length]) };
@@ -196,43 +290,114 @@ function sectionPath(section, title) {
   return parts;
 }
 
-/** The bundle files that make search semantic (they download after the lexical core). */
-const SEMANTIC_FILES = new Set(["wasm", "wasmRelaxed", "vectors", "model", "tokenizer"]);
-const mb = (bytes) => (bytes / 1e6).toFixed(1);
+/** Titles joined for a sentence: "A", "A and B", "A, B and C". */
+const listed = (titles) => (titles.length < 2 ? titles.join("") : `${titles.slice(0, -1).join(", ")} and ${titles.at(-1)}`);
+
+// ---------------------------------------------------------------------------------------------
+// Keys.
+
+/** Key events typed in the widget: they stop at its shadow root, so the page's own key handlers never see them. */
+const TYPED = ["keydown", "keypress", "keyup", "beforeinput", "input"];
+
+/**
+ * The `shortcut` attribute as key specs: "mod+k /" → [{ key: "k", mod: true, … }, { key: "/", … }].
+ * `mod` is Ctrl or ⌘; `ctrl`, `meta`, `alt` and `shift` name one modifier each.
+ */
+function shortcuts(spec) {
+  if (spec.trim() === "none") return [];
+  return spec
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((s) => {
+      const parts = s.toLowerCase().split("+");
+      const key = parts.pop();
+      const has = (m) => parts.includes(m);
+      return { key, mod: has("mod"), ctrl: has("ctrl"), meta: has("meta"), alt: has("alt"), shift: has("shift") };
+    });
+}
+
+/** Whether `e` is the key `s` names. Shift is not compared for a symbol (`/` needs it on some layouts). */
+function pressed(s, e) {
+  if (e.key.toLowerCase() !== s.key || e.altKey !== s.alt) return false;
+  if (/^[a-z0-9]$/.test(s.key) && e.shiftKey !== s.shift) return false;
+  return s.mod ? e.ctrlKey !== e.metaKey : e.ctrlKey === s.ctrl && e.metaKey === s.meta;
+}
+
+/** aria-keyshortcuts for the specs: "mod+k /" → "Control+K Meta+K /". */
+function ariaShortcuts(specs) {
+  return specs
+    .flatMap((s) => {
+      const key = s.key.length === 1 ? s.key.toUpperCase() : s.key;
+      const rest = [s.alt && "Alt", s.shift && "Shift"].filter(Boolean);
+      const mods = s.mod ? [["Control"], ["Meta"]] : [[s.ctrl && "Control", s.meta && "Meta"].filter(Boolean)];
+      return mods.map((m) => [...m, ...rest, key].join("+"));
+    })
+    .join(" ");
+}
+
+/** Whether a key event was typed into one of the page's own fields. */
+function typedInField(e) {
+  const t = e.composedPath()[0];
+  return t instanceof HTMLElement && (t.isContentEditable || /^(input|textarea|select)$/i.test(t.localName));
+}
+
+/**
+ * The widget's own rules that must hold before widget.css arrives (its first paint is otherwise
+ * an unstyled label and input): the UI stays transparent, in place and focusable, until the
+ * sheet has loaded.
+ */
+let criticalSheet = null;
+function critical() {
+  if (!criticalSheet) {
+    criticalSheet = new CSSStyleSheet();
+    criticalSheet.replaceSync(
+      ":host{display:block;position:relative}.needle.loading{opacity:0}[hidden]{display:none!important}" +
+        ".visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}",
+    );
+  }
+  return criticalSheet;
+}
 
 let counter = 0;
 
 class NeedleSearch extends HTMLElement {
-  #engine = null;
   #opening = null;
   #ready = false;
   /** Why the model is unusable (search stays lexical), or null. */
   #failed = null;
   /** Why search is unavailable (the index or the engine failed), or null. */
   #broken = null;
-  /** Bytes of each semantic file so far: { [role]: { loaded, total } }. */
+  /** Bytes of each semantic file of the download: { [role]: { loaded, total } }, from the manifest's sizes. */
   #progress = {};
   #seq = 0;
   #active = -1;
-  #options = [];
   #last = null;
+  /** Results that came while the reader was on the list: shown when asked for. */
+  #pending = null;
+  /** Query → result, the newest last. */
+  #cache = new Map();
   #timer = 0;
+  #options = 0;
 
   connectedCallback() {
-    if (this.shadowRoot) return;
+    if (this.shadowRoot) return this.#listen();
     const id = `needle-${++counter}`;
     this.base = new URL(this.getAttribute("base") ?? HERE.href, location.href);
     const root = this.attachShadow({ mode: "open" });
+    root.adoptedStyleSheets = [critical()];
+    const wrap = el("div", { class: "needle loading", part: "container" });
+    this.wrap = wrap;
     manifestOf(this.base)
       .then((m) => {
         const link = document.createElement("link");
         link.rel = "stylesheet";
         link.href = new URL(m.files.css, this.base).href;
+        link.addEventListener("load", () => wrap.classList.remove("loading"));
+        link.addEventListener("error", () => wrap.classList.remove("loading"));
         root.prepend(link);
       })
-      .catch(() => {});
+      .catch(() => wrap.classList.remove("loading"));
 
-    const wrap = el("div", { class: "needle", part: "container" });
     const label = el("label", { class: "visually-hidden", for: `${id}-input` }, "Search the documentation");
     this.input = el("input", {
       id: `${id}-input`,
@@ -246,30 +411,66 @@ class NeedleSearch extends HTMLElement {
       "aria-controls": `${id}-list`,
       placeholder: this.getAttribute("placeholder") ?? "Ask the docs…",
     });
+    const keys = ariaShortcuts(this.#shortcuts());
+    if (keys) this.input.setAttribute("aria-keyshortcuts", keys);
     this.status = el("div", { class: "status", role: "status", "aria-live": "polite", part: "status" });
     this.bar = el("div", { class: "progress", role: "progressbar", "aria-label": "Loading the semantic model", "aria-valuemin": "0", "aria-valuemax": "100", hidden: "" });
     this.bar.append(el("div", { class: "progress-fill" }));
     this.panel = el("div", { class: "panel", part: "panel", hidden: "" });
+    this.corrected = el("p", { class: "corrected", part: "corrected", hidden: "" });
+    this.why = el("p", { class: "why", part: "why", hidden: "" });
     this.notice = el("p", { class: "notice", part: "notice" });
+    this.upgrade = el("button", { type: "button", class: "upgrade", part: "upgrade", hidden: "" }, "Semantic results are ready: show them");
     this.list = el("ul", { id: `${id}-list`, role: "listbox", "aria-label": "Search results", part: "results" });
-    this.panel.append(this.notice, this.list);
+    this.panel.append(this.corrected, this.why, this.notice, this.list, this.upgrade);
     wrap.append(label, this.input, this.bar, this.status, this.panel);
     root.append(wrap);
+    followScheme(wrap);
 
-    this.input.addEventListener("focus", () => this.#open());
-    this.input.addEventListener("pointerenter", () => this.#open(), { once: true });
-    this.input.addEventListener("input", () => {
-      clearTimeout(this.#timer);
-      this.#timer = setTimeout(() => this.search(this.input.value), 120);
-    });
+    for (const type of TYPED) root.addEventListener(type, (e) => e.stopPropagation());
+    this.input.addEventListener("focus", () => this.#reopen());
+    this.input.addEventListener("click", () => this.#reopen());
+    this.input.addEventListener("input", () => this.#typed());
     this.input.addEventListener("keydown", (e) => this.#key(e));
+    // The button goes once pressed: the focus stays in (or comes back to) the box.
+    this.upgrade.addEventListener("pointerdown", (e) => e.preventDefault());
+    this.upgrade.addEventListener("click", () => {
+      this.input.focus();
+      this.#present(this.#pending);
+    });
     this.addEventListener("focusout", (e) => {
       if (!this.contains(e.relatedTarget) && !root.contains(e.relatedTarget)) this.#expand(false);
     });
+    this.#listen();
     if (this.hasAttribute("preload")) this.#open();
     if (this.hasAttribute("offline")) this.offline = registerOffline(this.base).catch(() => false);
     landing(this.base, this.getAttribute("selector"));
   }
+
+  disconnectedCallback() {
+    removeEventListener("keydown", this.#onShortcut);
+    painted.delete(this.wrap);
+  }
+
+  #listen() {
+    // On the window, in the bubbling phase: the page's own handlers run first, and a key one of
+    // them took (preventDefault) stays the page's.
+    addEventListener("keydown", this.#onShortcut);
+    painted.add(this.wrap);
+  }
+
+  #shortcuts() {
+    return shortcuts(this.getAttribute("shortcut") ?? "mod+k /");
+  }
+
+  #onShortcut = (e) => {
+    if (e.defaultPrevented || e.isComposing) return;
+    const s = this.#shortcuts().find((s) => pressed(s, e));
+    if (!s || (!s.mod && !s.ctrl && !s.meta && !s.alt && typedInField(e))) return;
+    e.preventDefault();
+    this.input.focus();
+    this.input.select();
+  };
 
   /**
    * The engine (opened once, on first use). An index that cannot be loaded makes the box say
@@ -278,7 +479,6 @@ class NeedleSearch extends HTMLElement {
   #open() {
     const model = { off: false, "on-demand": "on-demand" }[this.getAttribute("semantic")] ?? true;
     this.#opening ??= open(this.base, { model, onProgress: (p) => this.#onProgress(p) }).then((engine) => {
-      this.#engine = engine;
       engine.lexical.catch((e) => this.#fail(e));
       engine.ready.then(
         () => {
@@ -314,13 +514,20 @@ class NeedleSearch extends HTMLElement {
   }
 
   /**
-   * The semantic part's download (the engine, the model and the tokenizer, which follow the
-   * lexical core), as bytes done of the total: lexical results are already showing meanwhile.
+   * The semantic part's download (the engine, the vectors, the model and the tokenizer, which
+   * follow the lexical core), as bytes done of the whole download: the manifest's sizes from
+   * the start, so the total never grows. Lexical results are already showing meanwhile.
    */
   #onProgress(p) {
     if (this.#broken || this.#failed) return; // a late download's progress must not hide the notice
-    if (!SEMANTIC_FILES.has(p.file)) return;
-    this.#progress[p.file] = { loaded: p.loaded, total: p.total || p.loaded };
+    if (p.phase === "download") {
+      this.#progress = Object.fromEntries(Object.entries(p.files).map(([file, total]) => [file, { loaded: 0, total }]));
+      return;
+    }
+    const file = this.#progress[p.file];
+    if (!file) return;
+    file.loaded = p.loaded;
+    file.total ||= p.total || p.loaded;
     const parts = Object.values(this.#progress);
     const loaded = parts.reduce((a, f) => a + f.loaded, 0);
     const total = parts.reduce((a, f) => a + f.total, 0);
@@ -328,42 +535,90 @@ class NeedleSearch extends HTMLElement {
     this.bar.hidden = this.#ready;
     this.bar.setAttribute("aria-valuenow", String(pct));
     this.bar.firstChild.style.width = `${pct}%`;
-    this.#say(`Keyword results now; loading semantic search… ${mb(loaded)} of ${mb(total)} MB`);
+    this.#say(`Loading semantic search: ${mb(loaded)} of ${mb(total)} MB`);
   }
 
   #say(text) {
     this.status.textContent = text;
   }
 
-  /** Runs a query and shows its results. */
+  /** A keystroke in the box: a query answered before is shown at once, a new one after a pause. */
+  #typed() {
+    clearTimeout(this.#timer);
+    const known = this.#cached(this.input.value.trim());
+    if (known) this.search(this.input.value);
+    else this.#timer = setTimeout(() => this.search(this.input.value), 120);
+  }
+
+  /** The result kept for `q`, while it is as good as a new search would give. */
+  #cached(q) {
+    const r = this.#cache.get(q);
+    return r && (r.mode !== "bm25" || !this.#ready) ? r : null;
+  }
+
+  #remember(r) {
+    this.#cache.delete(r.query);
+    this.#cache.set(r.query, r);
+    if (this.#cache.size > 50) this.#cache.delete(this.#cache.keys().next().value);
+  }
+
+  /** Runs a query and shows its results; the list shown stays until they are in. */
   async search(query) {
     const seq = ++this.#seq;
     const q = query.trim();
     if (!q) {
-      this.#render(null);
+      this.#present(null);
       return null;
     }
-    let r;
-    try {
-      const engine = await this.#open();
-      if (this.getAttribute("semantic") === "on-demand") engine.loadModel().catch(() => {}); // reported through `ready`
-      r = await engine.search(q, { k: 10, mode: "hybrid" });
-    } catch (e) {
-      // No index (or no engine): say why and show nothing, never stale or partial results.
-      this.#fail(e);
-      if (seq === this.#seq) this.#renderError();
-      return null;
+    let r = this.#cached(q);
+    if (!r) {
+      try {
+        const engine = await this.#open();
+        if (this.getAttribute("semantic") === "on-demand") engine.loadModel().catch(() => {}); // reported through `ready`
+        r = await engine.search(q, { k: Number(this.getAttribute("k") ?? 10), mode: "hybrid" });
+      } catch (e) {
+        // No index (or no engine): say why and show nothing, never stale or partial results.
+        this.#fail(e);
+        if (seq === this.#seq) this.#renderError();
+        return null;
+      }
+      this.#remember(r);
     }
-    if (seq !== this.#seq) return r; // a newer query is under way
-    this.#last = r;
-    this.#render(r);
-    this.dispatchEvent(new CustomEvent("needle:results", { detail: r }));
+    if (seq === this.#seq) this.#show(r); // else a newer query is under way
     return r;
   }
 
+  /**
+   * Shows `r`, unless it is the semantic upgrade of the list the reader is on (an option
+   * selected, or the list scrolled): that list stays as it is, and a button offers the new one.
+   */
+  #show(r) {
+    if (r === this.#last) return this.#expand(true);
+    const upgrade = r && this.#last && r.query === this.#last.query && r.mode !== this.#last.mode;
+    if (upgrade && !this.panel.hidden && (this.#active >= 0 || this.panel.scrollTop > 0)) {
+      this.#pending = r;
+      this.upgrade.hidden = false;
+      return;
+    }
+    this.#present(r);
+  }
+
+  #present(r) {
+    this.#pending = null;
+    this.upgrade.hidden = true;
+    this.#last = r;
+    this.#render(r);
+    if (r) this.dispatchEvent(new CustomEvent("needle:results", { detail: r }));
+  }
+
+  /** Focus or a click on the box brings back the results of what it holds. */
+  #reopen() {
+    this.#open();
+    if (this.#last && this.#last.query === this.input.value.trim()) this.#expand(true);
+  }
+
   #renderError() {
-    this.#last = null;
-    this.#render(null);
+    this.#present(null);
     this.panel.dataset.state = "error";
     this.notice.textContent = `Search unavailable: ${this.#broken}`;
     this.#expand(true);
@@ -371,72 +626,103 @@ class NeedleSearch extends HTMLElement {
 
   #render(r) {
     this.list.replaceChildren();
-    this.#options = [];
-    this.#active = -1;
-    this.input.removeAttribute("aria-activedescendant");
+    this.panel.scrollTop = 0;
+    this.#select(-1);
+    this.corrected.hidden = this.why.hidden = true;
     if (!r) {
       this.#expand(false);
       return;
     }
-    const shown = Number(this.getAttribute("k") ?? 4);
-    let hits;
-    this.panel.dataset.state = "";
-    if (r.mode === "bm25") {
-      this.panel.dataset.state = "lexical";
-      this.notice.textContent = this.#failed
-        ? "Keyword matches (semantic search unavailable)"
-        : this.#ready
-          ? "Keyword matches"
-          : this.getAttribute("semantic") === "off"
-            ? "Keyword matches (this site searches by keyword only)"
-            : "Keyword matches (semantic search is still loading)";
-      hits = r.hits.slice(0, shown);
-    } else if (r.answer.length) {
-      this.panel.dataset.state = "answer";
-      this.notice.textContent = "";
-      hits = r.answer.map((i) => r.hits[i]).slice(0, shown);
-    } else {
-      this.panel.dataset.state = "no-answer";
-      this.notice.textContent = "The docs don't answer this.";
-      const seen = new Set();
-      hits = r.hits.filter((h) => !seen.has(h.page) && seen.add(h.page)).slice(0, 3);
-      if (hits.length) {
-        const li = el("li", { class: "suggest-label", role: "presentation" }, "Nearest pages:");
-        this.list.append(li);
-      }
+    const verdict = verdictOf(r);
+    const pages = pagesOf(r);
+    this.panel.dataset.state = r.mode === "bm25" && verdict !== "no-answer" ? "lexical" : verdict;
+    this.notice.textContent = this.#headline(r, verdict, pages);
+    if (r.corrected && r.corrected !== r.query) {
+      this.corrected.replaceChildren("Showing results for ", el("em", {}, r.corrected));
+      this.corrected.hidden = false;
     }
-    hits.forEach((h, i) => this.list.append(this.#option(h, i, this.panel.dataset.state === "no-answer")));
-    if (!hits.length && r.mode === "bm25") {
-      this.notice.textContent = this.#ready || this.#failed || this.getAttribute("semantic") === "off" ? "No keyword matches." : "No keyword matches yet.";
+    if (verdict === "no-answer") {
+      const unknown = r.unknown ?? r.foreign ?? [];
+      this.why.textContent = unknown.length ? `The docs never mention: ${unknown.join(", ")}.` : "No passage is close enough to the question to answer it.";
+      this.why.hidden = false;
     }
-    this.#expand(true);
+    const cited = new Set(r.answer.map((i) => r.hits[i]));
+    for (const hits of pages) {
+      hits.slice(0, PER_PAGE).forEach((h, i) => this.list.append(this.#option(h, i > 0, cited.has(h))));
+      if (hits.length > PER_PAGE) this.list.append(this.#more(hits.slice(PER_PAGE), cited));
+    }
+    // Results that come while the reader is elsewhere on the page wait for the box's focus.
+    this.#expand(!this.panel.hidden || this.shadowRoot.activeElement === this.input);
   }
 
-  #option(h, i, suggestion) {
-    const li = el("li", { role: "option", id: `${this.input.id}-opt-${i}`, "aria-selected": "false", class: suggestion ? "suggestion" : "hit" });
+  /** The line above the list: what the engine decided, or what kind of results these are. */
+  #headline(r, verdict, pages) {
+    if (verdict === "no-answer") return "No passage answers this question — closest pages:";
+    if (r.mode === "bm25") {
+      if (!r.hits.length) return this.#ready || this.#failed || this.getAttribute("semantic") === "off" ? "No keyword matches." : "No keyword matches yet.";
+      if (this.#failed) return "Keyword matches (semantic search unavailable)";
+      if (this.#ready) return "Keyword matches";
+      return this.getAttribute("semantic") === "off" ? "Keyword matches (this site searches by keyword only)" : "Keyword matches (semantic search is still loading)";
+    }
+    if (verdict === "answer") {
+      const answered = pages.filter((hits) => r.answer.some((i) => r.hits[i] === hits[0]));
+      return `Answered in ${listed(answered.map((hits) => hits[0].title || hits[0].page))}`;
+    }
+    return r.hits.length ? "" : "No results.";
+  }
+
+  /**
+   * One result: its page's title and section path, then the snippet. `sub`: a further result
+   * of the page above it, under it without the title. `cited`: one of the answer's chunks.
+   */
+  #option(h, sub, cited) {
+    const li = el("li", { role: "option", id: `${this.input.id}-opt-${++this.#options}`, "aria-selected": "false", class: `hit${sub ? " sub" : ""}${cited ? " cited" : ""}` });
     // `link`: where the citation lands (a media file's player page); `url` names the cited range.
     const a = el("a", { href: h.link ?? h.url, tabindex: "-1" });
     const title = h.title || h.page;
     const sections = sectionPath(h.section, title);
     const crumbs = el("span", { class: "crumbs", part: "crumbs" });
-    crumbs.append(el("span", { class: "title" }, title));
-    for (const s of sections) crumbs.append(el("span", { class: "sep", "aria-hidden": "true" }, "›"), el("span", { class: "section" }, s));
+    if (!sub || !sections.length) crumbs.append(el("span", { class: "title" }, title));
+    sections.forEach((s, i) => {
+      if (i || !sub) crumbs.append(el("span", { class: "sep", "aria-hidden": "true" }, "›"));
+      crumbs.append(el("span", { class: "section" }, s));
+    });
     // The page of a PDF, the time range of a caption, the rows of a table: `page 20`, `0:00–0:08.4`.
     if (h.locator) crumbs.append(el("span", { class: "sep", "aria-hidden": "true" }, "·"), el("span", { class: "locator", part: "locator" }, h.locator));
-    a.append(crumbs);
-    if (!suggestion) {
-      const q = el("q", { class: "snippet", part: "snippet" });
-      appendMarked(q, snippet(withoutHeading(view(h.content, h.marks), [title, ...sections])));
-      a.append(q);
-    }
-    li.append(a);
-    li.addEventListener("pointerdown", (e) => e.preventDefault()); // keep focus in the box
-    li.addEventListener("click", (e) => {
-      if (e.target.closest("a")) return;
-      a.click();
+    const q = el("q", { class: "snippet", part: "snippet" });
+    appendMarked(q, snippet(withoutHeading(view(h.content, h.marks, h.kind === "text"), [title, ...sections])));
+    a.append(crumbs, q);
+    a.addEventListener("click", (e) => {
+      // A result on this very page only scrolls it: the panel must not cover the highlight.
+      if (!e.ctrlKey && !e.metaKey && !e.shiftKey && a.href.split("#")[0] === location.href.split("#")[0]) this.input.blur();
     });
-    this.#options.push(li);
+    li.append(a);
+    return this.#pickable(li, () => a.click());
+  }
+
+  /** "N more from this page": in its place, the page's further results. */
+  #more(hits, cited) {
+    const li = el("li", { role: "option", id: `${this.input.id}-opt-${++this.#options}`, "aria-selected": "false", class: "more", part: "more" }, `${hits.length} more from this page`);
+    return this.#pickable(li, () => {
+      const shown = hits.map((h) => this.#option(h, true, cited.has(h)));
+      const at = this.#active === this.#all().indexOf(li) ? this.#active : -1;
+      li.replaceWith(...shown);
+      if (at >= 0) this.#select(at);
+    });
+  }
+
+  /** An option the pointer and Enter activate; pressing it keeps the focus in the box. */
+  #pickable(li, activate) {
+    li.activate = activate;
+    li.addEventListener("pointerdown", (e) => e.preventDefault());
+    li.addEventListener("click", (e) => {
+      if (!e.target.closest("a")) activate();
+    });
     return li;
+  }
+
+  #all() {
+    return [...this.list.querySelectorAll("[role=option]")];
   }
 
   #expand(on) {
@@ -445,7 +731,9 @@ class NeedleSearch extends HTMLElement {
   }
 
   #key(e) {
-    const n = this.#options.length;
+    if (e.isComposing) return;
+    const options = this.#all();
+    const n = options.length;
     if (e.key === "ArrowDown" || e.key === "ArrowUp") {
       if (!n) return;
       e.preventDefault();
@@ -453,13 +741,9 @@ class NeedleSearch extends HTMLElement {
       const d = e.key === "ArrowDown" ? 1 : -1;
       this.#select(this.#active < 0 ? (d > 0 ? 0 : n - 1) : (this.#active + d + n) % n);
     } else if (e.key === "Enter") {
-      if (this.#active >= 0) {
-        e.preventDefault();
-        this.#options[this.#active].querySelector("a").click();
-      } else {
-        clearTimeout(this.#timer);
-        this.search(this.input.value);
-      }
+      e.preventDefault();
+      if (this.#active >= 0) options[this.#active].activate();
+      else this.#openFirst();
     } else if (e.key === "Escape") {
       if (!this.panel.hidden) this.#expand(false);
       else this.input.value = "";
@@ -471,12 +755,20 @@ class NeedleSearch extends HTMLElement {
     }
   }
 
+  /** Enter with no option selected: the first result of what the box holds (searched now if need be). */
+  async #openFirst() {
+    clearTimeout(this.#timer);
+    const r = await this.search(this.input.value);
+    if (r && r === this.#last) this.list.querySelector("li.hit a")?.click();
+  }
+
   #select(i) {
-    this.#options.forEach((o, j) => o.setAttribute("aria-selected", String(i === j)));
+    const options = this.#all();
+    options.forEach((o, j) => o.setAttribute("aria-selected", String(i === j)));
     this.#active = i;
-    const o = this.#options[i];
-    this.input.setAttribute("aria-activedescendant", o.id);
-    o.scrollIntoView({ block: "nearest" });
+    if (i < 0) return this.input.removeAttribute("aria-activedescendant");
+    this.input.setAttribute("aria-activedescendant", options[i].id);
+    options[i].scrollIntoView({ block: "nearest" });
   }
 
   /** The engine behind the box (opens it if need be). */
@@ -495,6 +787,8 @@ class NeedleSearch extends HTMLElement {
     return this.#failed;
   }
 }
+
+const mb = (bytes) => (bytes / 1e6).toFixed(1);
 
 function el(tag, attrs = {}, text = null) {
   const e = document.createElement(tag);

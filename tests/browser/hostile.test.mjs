@@ -18,7 +18,6 @@ const LIST_TAGS = new Set(["li", "a", "span", "q", "mark"]);
 
 async function ask(page, q) {
   await page.fill(box, q);
-  await page.press(box, "Enter");
   await page.waitForFunction((q) => document.querySelector("needle-search").lastResult?.query === q, q);
   return page.evaluate(() => document.querySelector("needle-search").lastResult);
 }

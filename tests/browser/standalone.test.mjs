@@ -82,7 +82,6 @@ describe("the needle binary on its own", () => {
     await page.goto(url + "index.html");
     const q = qrels()[0].q_doc;
     await page.fill("needle-search input", q);
-    await page.press("needle-search input", "Enter");
     // The first answer is lexical while the model loads; the widget asks again once it is in.
     await page.waitForFunction(() => document.querySelector("needle-search").lastResult?.mode === "hybrid", null, { timeout: 120_000 });
     const result = await page.evaluate(() => document.querySelector("needle-search").lastResult);

@@ -111,7 +111,6 @@ window.needleOpen = open;
     await page.focus("needle-search input");
     await page.evaluate(async () => (await document.querySelector("needle-search").engine).ready);
     await page.fill("needle-search input", q);
-    await page.press("needle-search input", "Enter");
     await page.waitForFunction((q) => document.querySelector("needle-search").lastResult?.query === q, q);
     const shown = await page.evaluate(() => document.querySelector("needle-search").lastResult);
     assert.equal(shown.mode, "hybrid");

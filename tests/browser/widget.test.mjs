@@ -2,16 +2,16 @@
 // `needle serve --csp` (so the widget must live with a strict Content-Security-Policy).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { extname, join } from "node:path";
 import { WIDGET_ELEMENT, WIDGET_SNIPPET, artifact, fixtureSite, launch, launchPersistent, ood, qrels, serve, squash } from "./helpers.mjs";
 
 const box = "needle-search input";
 
 async function ask(page, q) {
   await page.fill(box, q);
-  await page.press(box, "Enter");
   await page.waitForFunction(
     (q) => {
       const r = document.querySelector("needle-search").lastResult;
@@ -78,6 +78,105 @@ describe("the widget", () => {
     await page.close();
   });
 
+  it("paints nothing unstyled while widget.css loads: the UI waits transparent, in place, and takes the focus", async () => {
+    const page = await newPage();
+    let release;
+    const held = new Promise((r) => (release = r));
+    await page.route(/\/needle\/widget\.[0-9a-f]{16}\.css$/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(server.url + "index.html");
+    await page.waitForFunction(() => document.querySelector("needle-search").shadowRoot?.querySelector("link[rel=stylesheet]"));
+    const looks = () =>
+      page.evaluate(() => {
+        const root = document.querySelector("needle-search").shadowRoot;
+        return { opacity: getComputedStyle(root.querySelector(".needle")).opacity, label: getComputedStyle(root.querySelector("label")).position, host: getComputedStyle(document.querySelector("needle-search")).display };
+      });
+    assert.deepEqual(await looks(), { opacity: "0", label: "absolute", host: "block" });
+    await page.focus(box);
+    assert.equal(await page.evaluate(() => document.querySelector("needle-search").shadowRoot.activeElement?.localName), "input");
+    release();
+    await page.waitForFunction(() => getComputedStyle(document.querySelector("needle-search").shadowRoot.querySelector(".needle")).opacity === "1");
+    assert.deepEqual(await looks(), { opacity: "1", label: "absolute", host: "block" });
+    await page.close();
+  });
+
+  it("downloads nothing on hover; the progress counts the whole semantic download from its first byte, by the manifest's sizes", async () => {
+    const page = await newPage();
+    const fetched = [];
+    page.on("request", (r) => fetched.push(new URL(r.url()).pathname));
+    let release;
+    const held = new Promise((r) => (release = r));
+    await page.route(/\/needle\/model\.[0-9a-f]{16}\.pack$/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(server.url + "index.html");
+    await page.hover(box);
+    await page.waitForTimeout(500);
+    assert.deepEqual(fetched.filter((p) => /\/needle\/(needle_lexical|index|needle_core|model|tokenizer|vectors)[._]/.test(p)), [], "hovering fetches nothing");
+    // Every status line while loading, as the reader sees them.
+    await page.evaluate(() => {
+      window.__said = [];
+      const status = document.querySelector("needle-search").shadowRoot.querySelector(".status");
+      new MutationObserver(() => window.__said.push(status.textContent)).observe(status, { childList: true, characterData: true, subtree: true });
+    });
+    await page.focus(box);
+    await page.waitForFunction(() => window.__said.some((s) => /MB$/.test(s)));
+    const m = await page.evaluate(async () => (await document.querySelector("needle-search").engine).manifest);
+    const engine = m.sizes.wasmRelaxed ?? m.sizes.wasm; // Chromium validates relaxed SIMD
+    const total = ((engine + m.sizes.vectors + m.sizes.model + m.sizes.tokenizer) / 1e6).toFixed(1);
+    release();
+    await engineReady(page);
+    const said = (await page.evaluate(() => window.__said)).filter((s) => /MB$/.test(s));
+    assert.ok(said.length > 0);
+    for (const s of said) assert.match(s, new RegExp(`of ${total.replace(".", "\\.")} MB$`), `the total is the whole download from the start: ${s}`);
+    await page.close();
+  });
+
+  it("shows the engine's decision: a stated answer, plain results, or no answer with the words the site does not know; and a corrected query", async () => {
+    const page = await newPage();
+    await page.goto(server.url + "index.html");
+    await page.focus(box);
+    await engineReady(page);
+    // The engine's fields, on real results of this index (as the engine will give them).
+    await page.evaluate(async () => {
+      const engine = await document.querySelector("needle-search").engine;
+      const search = engine.search.bind(engine);
+      window.__fields = {};
+      engine.search = async (q, o) => ({ ...(await search(q, o)), ...window.__fields });
+    });
+    const shown = () =>
+      page.evaluate(() => {
+        const root = document.querySelector("needle-search").shadowRoot;
+        const text = (sel) => (root.querySelector(sel).hidden ? null : root.querySelector(sel).textContent);
+        return { state: root.querySelector(".panel").dataset.state, notice: text(".notice"), why: text(".why"), corrected: text(".corrected"), hits: root.querySelectorAll("li.hit").length };
+      });
+    const q = qrels()[2].q_doc; // answered (the first test)
+    const answered = await ask(page, q);
+    assert.ok(answered.answer.length > 0);
+    const titles = [...new Set(answered.answer.map((i) => answered.hits[i].title))];
+    const a = await shown();
+    assert.equal(a.state, "answer");
+    assert.ok(a.notice.startsWith("Answered in ") && titles.every((t) => a.notice.includes(t)), a.notice);
+    assert.equal(await page.locator("needle-search li.cited").count() > 0, true, "the cited chunks are marked");
+
+    await page.evaluate(() => (window.__fields = { verdict: "results", answer: [], corrected: "transmute lifetimes" }));
+    await ask(page, "transmut lifetimes");
+    const plain = await shown();
+    assert.deepEqual({ ...plain, hits: plain.hits > 0 }, { state: "results", notice: "", why: null, corrected: "Showing results for transmute lifetimes", hits: true });
+
+    await page.evaluate(() => (window.__fields = { verdict: "no-answer", answer: [], unknown: ["tokio", "zephyr"] }));
+    await ask(page, "tokio zephyr runtime");
+    const refused = await shown();
+    assert.equal(refused.state, "no-answer");
+    assert.equal(refused.notice, "No passage answers this question — closest pages:");
+    assert.equal(refused.why, "The docs never mention: tokio, zephyr.");
+    assert.equal(refused.corrected, null);
+    await page.close();
+  });
+
   it("semantic=off searches by keyword and never fetches the engine or the model; on-demand fetches them at the first query", async () => {
     for (const mode of ["off", "on-demand"]) {
       const page = await newPage();
@@ -104,7 +203,7 @@ describe("the widget", () => {
     }
   });
 
-  it("says NO ANSWER with lexical suggestions for an out-of-domain question", async () => {
+  it("says no passage answers an out-of-domain question, why, and lists the closest pages", async () => {
     const page = await newPage();
     await page.goto(server.url + "index.html");
     await page.focus(box);
@@ -113,8 +212,12 @@ describe("the widget", () => {
     const r = await ask(page, offTopic.query);
     assert.deepEqual(r.answer, []);
     assert.equal(await page.locator("needle-search .panel").getAttribute("data-state"), "no-answer");
-    assert.equal(await page.locator("needle-search .notice").textContent(), "The docs don't answer this.");
-    assert.ok(await page.locator("needle-search li.suggestion a").count() > 0, "nearest pages offered");
+    assert.equal(await page.locator("needle-search .notice").textContent(), "No passage answers this question — closest pages:");
+    const unknown = r.unknown ?? r.foreign;
+    const why = unknown.length ? `The docs never mention: ${unknown.join(", ")}.` : "No passage is close enough to the question to answer it.";
+    assert.equal(await page.locator("needle-search .why").textContent(), why);
+    assert.ok(await page.locator("needle-search .why").isVisible());
+    assert.ok(await page.locator("needle-search li.hit a").count() > 0, "the closest pages are listed");
     await page.screenshot({ path: artifact("widget-no-answer.png") });
     await page.close();
   });
@@ -329,12 +432,13 @@ describe("the widget", () => {
     const failures = [];
     for (const q of qrels().slice(0, 12)) {
       const r = await ask(page, q.q_doc);
-      const hits = r.answer.length ? r.answer.map((i) => r.hits[i]).slice(0, 4) : [];
       const options = await page.evaluate(() =>
-        [...document.querySelector("needle-search").shadowRoot.querySelectorAll("[role=option]")].map((o) => {
+        [...document.querySelector("needle-search").shadowRoot.querySelectorAll("[role=option].hit")].map((o) => {
           const crumbs = o.querySelector(".crumbs");
           const snippet = o.querySelector(".snippet");
           return {
+            href: o.querySelector("a").href,
+            sub: o.classList.contains("sub"),
             title: crumbs?.querySelector(".title")?.textContent ?? null,
             sections: [...(crumbs?.querySelectorAll(".section") ?? [])].map((e) => e.textContent),
             crumbsBlock: crumbs ? getComputedStyle(crumbs).display === "block" : false,
@@ -344,11 +448,14 @@ describe("the widget", () => {
           };
         }),
       );
-      hits.forEach((h, i) => {
-        const o = options[i];
+      assert.ok(options.length > 0, q.id);
+      options.forEach((o, i) => {
+        const h = r.hits.find((h) => h.link === o.href);
         const heading = collapse(h.section.split(" > ").pop() ?? "");
         if (!o.crumbsBlock || !o.above || o.snippetHoldsCrumbs) failures.push(`${q.id}#${i}: the breadcrumb is not a line of its own above the quote`);
-        if (o.title !== (h.title || h.page)) failures.push(`${q.id}#${i}: title ${o.title}`);
+        // A page's first result names it; the ones under it name their sections only.
+        const title = o.sub && o.sections.length ? null : h.title || h.page;
+        if (o.title !== title) failures.push(`${q.id}#${i}: title ${o.title}, not ${title}`);
         if (heading && heading !== collapse(h.title) && o.sections.at(-1) !== heading) failures.push(`${q.id}#${i}: sections ${JSON.stringify(o.sections)} for ${JSON.stringify(h.section)}`);
         if (heading && collapse(h.content).startsWith(heading + " ")) {
           headed++;
@@ -404,6 +511,50 @@ describe("offline", () => {
       const offline = await ask(page, qrels()[0].q_doc);
       assert.equal(offline.mode, "hybrid");
       assert.deepEqual(offline.hits.map((h) => h.url), online.hits.map((h) => h.url));
+    } finally {
+      await ctx.close();
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the service worker answers with the network's bytes as they arrive while it caches them", async () => {
+    const { site } = fixtureSite();
+    const manifest = JSON.parse(readFileSync(join(site, "needle", "manifest.json"), "utf8"));
+    const slow = `/needle/${manifest.files.tokenizer}`;
+    // The site, with the tokenizer's second half sent 2 s after its first.
+    const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json", ".wasm": "application/wasm" };
+    const server = createServer(async (req, res) => {
+      const path = new URL(req.url, "http://x").pathname;
+      let body;
+      try {
+        body = readFileSync(join(site, decodeURIComponent(path)));
+      } catch {
+        return res.writeHead(404).end();
+      }
+      res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream", "service-worker-allowed": "/", "content-length": body.length });
+      if (path !== slow) return res.end(body);
+      res.write(body.subarray(0, body.length >> 1));
+      setTimeout(() => res.end(body.subarray(body.length >> 1)), 2000);
+    });
+    await new Promise((r) => server.listen(0, "127.0.0.1", r));
+    const dir = mkdtempSync(join(tmpdir(), "needle-sw-"));
+    const ctx = await launchPersistent(dir);
+    try {
+      const page = await ctx.newPage();
+      await page.goto(`http://127.0.0.1:${server.address().port}/index.html`);
+      await page.waitForFunction(() => navigator.serviceWorker.controller);
+      const t = await page.evaluate(async (url) => {
+        const t0 = performance.now();
+        const reader = (await fetch(url)).body.getReader();
+        await reader.read();
+        const first = performance.now() - t0;
+        while (!(await reader.read()).done);
+        return { first, all: performance.now() - t0 };
+      }, slow);
+      assert.ok(t.all >= 1900, `the body took its 2 s: ${JSON.stringify(t)}`);
+      assert.ok(t.first < 1500, `the first bytes came before the rest was sent: ${JSON.stringify(t)}`);
+      await page.waitForFunction((url) => caches.open("needle-v1").then((c) => c.match(url)).then(Boolean), slow);
     } finally {
       await ctx.close();
       server.close();
