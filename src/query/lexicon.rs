@@ -10,9 +10,10 @@
 //! index's sorted term list or the lexical pieces a reader fetched (`query::pieces`, whose
 //! `needs` fetches what a plan reads), so both make the same plan for the same site.
 //!
-//! Invariants: a word that is a site term scores exactly as classic BM25 (weight 1), whatever
-//! else it matches; a word's terms are scored as one disjunction (a chunk takes the best of
-//! them, never their sum), so a word counts once however many terms it reaches; a typo's
+//! Invariants: a site term the query holds whole, other than a last word still being typed,
+//! scores exactly as classic BM25 (weight 1: a query of such words ranks as before the search
+//! box); a word's terms are scored as one disjunction (a chunk takes the best of them, never
+//! their sum), so a word counts once however many terms it reaches; a typo's
 //! candidates share the word's first character (or are the word with its first two characters
 //! swapped), so a reader of an index in pieces fetches the pieces of one letter at most.
 

@@ -6,9 +6,10 @@
 //
 // Three kinds of keystroke, over the same queries: each prefix as typed (the last word matched
 // as a prefix of the site's terms), each prefix with a typo in its first word of 5+ letters
-// (corrected against the site's terms), and each prefix closed by "?" (words matched whole,
-// as needle matched every word before the search box: the reference). Medians and p90 per kind,
-// over RUNS (default 3) passes, after one warm-up pass.
+// (corrected against the site's terms), and each prefix closed by "?" (no word read as a
+// prefix; a word cut short is then a typo to correct). Medians and p90 per kind, over RUNS
+// (default 3) passes, after one warm-up pass. To compare with another lexical core, copy the
+// bundle and put that core's `needle_lexical_bg.wasm` and glue under the manifest's names.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { launch, median, serve } from "./helpers.mjs";
