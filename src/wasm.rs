@@ -19,7 +19,7 @@ use crate::query::cite::{build_prompt, citations};
 use crate::query::index::{Index, Settings, Stamp};
 use crate::query::lexicon::Plan;
 use crate::query::pieces::{PieceId, Pieced};
-use crate::query::search::{search, Entries, Mode, QueryVector, SearchOptions, SearchResult, Timings, Verdict};
+use crate::query::search::{search_planned, Entries, Mode, QueryVector, SearchOptions, SearchResult, Timings, Verdict};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
@@ -255,8 +255,9 @@ impl Engine {
         };
         match &self.store {
             Store::Whole(index) => {
-                let (vector, embed_ms) = self.query_vector(&Plan::new(&index.header.bm25, query).embedded(query))?;
-                let mut result = search(index, query, vector.as_ref(), &opts);
+                let plan = Plan::new(index, query);
+                let (vector, embed_ms) = self.query_vector(&plan.embedded(query))?;
+                let mut result = search_planned(index, query, plan, vector.as_ref(), &opts);
                 result.timings.embed = embed_ms;
                 self.to_json(&result)
             }

@@ -480,7 +480,7 @@ impl Pieced {
         if !missing.is_empty() {
             return Err(missing);
         }
-        let r = search::rank(self, query, query_vec, opts);
+        let r = search::rank(self, Plan::new(self, query), query_vec, opts);
         // With a usable query vector the dense side scores them, whatever the mode: their
         // distances also stand beside a BM25 ranking's hits and meet the gate.
         let scored = query_vec.is_some_and(|q| q.vector.len() == self.dim());

@@ -139,10 +139,10 @@ pub struct SearchResult {
     pub cut: f32,
     /// The query's words that neither the site nor the model knows ([`foreign_in`]).
     pub foreign: Vec<String>,
-    /// The query's words the site holds in no form, and no term near them (`Plan::unknown`).
+    /// The query's words the site does not know (`Plan::unknown`).
     pub unknown: Vec<String>,
-    /// The query as matched when a word of it was a typo: each such word replaced by the site
-    /// term it most likely meant (`Plan::corrected`).
+    /// A keyword query as matched when a word of it was a typo: each such word replaced by the
+    /// site term it most likely meant (`Plan::corrected`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrected: Option<String>,
     /// The site terms the query's words reached that a result marks (`Plan::marked`).
@@ -170,12 +170,12 @@ pub struct QueryVector {
     pub unknown_to_model: Vec<String>,
 }
 
-/// The query's words that neither the site nor the model knows: its distinct non-stop-word
-/// tokens that are in `q.unknown_to_model` and that the site holds in none of their inflected
-/// forms ([`crate::query::bm25::forms`]: a reader's "corrupts" is the site's "corrupt"), nothing they begin
-/// (the last word, typed) and nothing a typo away ("worksapces" is the site's "workspaces"). An
-/// adjacent out-of-domain question usually names such a thing ("tokio", "PyO3"); a reader
-/// describing a symptom in plain words rarely does.
+/// The query's words that neither the site nor the model knows: its distinct words the site
+/// does not know ([`Plan::unknown`]: of a question, those it holds in none of their inflected
+/// forms, so a reader's "corrupts" is the site's "corrupt"; of a keyword query, those that
+/// reached nothing, so "worksapces" is the site's "workspaces") that are in
+/// `q.unknown_to_model`. An adjacent out-of-domain question usually names such a thing
+/// ("tokio", "PyO3"); a reader describing a symptom in plain words rarely does.
 pub fn foreign_words(index: &Index, query: &str, q: &QueryVector) -> Vec<String> {
     foreign_in(&Plan::new(&index.header.bm25, query), q)
 }
@@ -344,6 +344,8 @@ pub(crate) struct Ranked {
     pub foreign: Vec<String>,
     /// How the query's words met the site's vocabulary.
     pub plan: Plan,
+    /// A query vector met the gate (without one the gate cannot speak).
+    pub gated: bool,
     pub timings: Timings,
     /// The lexical ranking the search fused (an index in pieces names its first chunks'
     /// content pieces from it).
@@ -419,7 +421,13 @@ pub fn page_order(index: &Index, dist: &[f32]) -> Vec<usize> {
 /// model is not loaded yet) only BM25 can rank, distances are unknown (NaN) and nothing passes
 /// the gate, whatever mode was asked for.
 pub fn search(index: &Index, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
-    let r = rank(index, query, query_vec, opts);
+    search_planned(index, query, Plan::new(index, query), query_vec, opts)
+}
+
+/// [`search`] of a query already planned over this index: the front ends plan once, to give the
+/// model the text it reads ([`Plan::embedded`]) and to search.
+pub fn search_planned(index: &Index, query: &str, plan: Plan, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
+    let r = rank(index, plan, query_vec, opts);
     let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| index.hit(c, d, i + 1)).collect();
     r.into_result(query, hits, index.header.chunks.len())
 }
@@ -429,8 +437,7 @@ impl Ranked {
     /// hits made (`Entries::hit`).
     pub(crate) fn into_result(self, query: &str, hits: Vec<Hit>, chunks: usize) -> SearchResult {
         let unknown = self.plan.unknown();
-        let gated = self.mode != Mode::Bm25;
-        let verdict = Verdict::of(!self.answer.is_empty(), hits.len(), gated, self.plan.keywords, self.plan.matched());
+        let verdict = Verdict::of(!self.answer.is_empty(), hits.len(), self.gated, self.plan.keywords, self.plan.matched());
         SearchResult {
             hits,
             answer: self.answer,
@@ -448,12 +455,11 @@ impl Ranked {
 }
 
 /// The search of [`search`] over any [`Source`]: both rankings, their fusion and the gate.
-pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> Ranked {
+pub(crate) fn rank(source: &impl Source, plan: Plan, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> Ranked {
     let settings = source.settings();
     let mut timings = Timings::default();
 
     let t = now_ms();
-    let plan = Plan::new(source, query);
     let lexical = source.lexical(&plan);
     timings.bm25 = now_ms() - t;
 
@@ -503,7 +509,8 @@ pub(crate) fn rank(source: &impl Source, query: &str, query_vec: Option<&QueryVe
     let answer = gate_walk(&walked, |i| distance(ranking[i]), cut, opts.max_chunks);
     let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
     let shown = ranking.iter().take(shown).map(|&c| (c, distance(c))).collect();
-    Ranked { shown, answer, mode, cut, foreign, plan, timings, lexical, walked }
+    let gated = dense.is_some();
+    Ranked { shown, answer, mode, cut, foreign, plan, gated, timings, lexical, walked }
 }
 
 /// Walks `hits` at the positions `walked` (a search's `SearchResult::walked`), in order, and

@@ -370,11 +370,12 @@ fn run(cli: Cli) -> Result<()> {
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({"question": question, "result": result, "citations": cites}))?
                 );
-            } else if cites.is_empty() {
-                print_unanswered(&result, &question, k);
             } else {
                 if let Some(c) = &result.corrected {
                     println!("showing results for \"{c}\"");
+                }
+                if cites.is_empty() {
+                    print_unanswered(&result, &question, k);
                 }
                 for c in &cites {
                     println!("[{}] {}  {}  {}  d={:.3}", c.index, c.document_id, c.locator_label, c.url, c.cosine_distance);
@@ -540,9 +541,6 @@ fn open(index: &Path, model_dir: Option<&Path>) -> Result<(Index, Embedder)> {
 /// A query the gate kept no chunk for: keyword results as results, a question as NO ANSWER with
 /// the words the site does not know and the closest pages (at most `k` hits, one per page).
 fn print_unanswered(result: &SearchResult, question: &str, k: usize) {
-    if let Some(c) = &result.corrected {
-        println!("showing results for \"{c}\"");
-    }
     match result.verdict {
         search::Verdict::Results => println!("RESULTS (no stated answer) for \"{question}\":"),
         _ => println!("NO ANSWER: nothing under cosine distance {:.3} for \"{question}\"", result.cut),
@@ -567,9 +565,10 @@ fn print_unanswered(result: &SearchResult, question: &str, k: usize) {
 
 fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
     let t = search::now_ms();
-    let v = emb.query(&needle::query::lexicon::Plan::new(&idx.header.bm25, q).embedded(q))?;
+    let plan = needle::query::lexicon::Plan::new(idx, q);
+    let v = emb.query(&plan.embedded(q))?;
     let embed_ms = search::now_ms() - t;
-    let mut r = search::search(idx, q, Some(&v), opts);
+    let mut r = search::search_planned(idx, q, plan, Some(&v), opts);
     r.timings.embed = embed_ms;
     Ok(r)
 }
