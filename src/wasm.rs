@@ -14,6 +14,7 @@
 use crate::doc::canonical::{Canonicalizer, Source, CONTENT_ROOT_SELECTORS, DROP_SELECTORS};
 #[cfg(feature = "embed")]
 use crate::embed::Embedder;
+use crate::query::analyze::Analyzer;
 use crate::query::bm25::marks;
 use crate::query::cite::{build_prompt, citations};
 use crate::query::index::{Index, Settings, Stamp};
@@ -36,6 +37,26 @@ enum Store {
 }
 
 impl Store {
+    /// The analyzer a query in `lang` is read with (`None`: the site's main language).
+    fn analyzer(&self, lang: Option<&str>) -> Analyzer {
+        match self {
+            Store::Whole(i) => i.header.analyzer(lang),
+            Store::Pieces(p) => p.analyzer(),
+        }
+    }
+
+    /// The site's languages, its main language first.
+    fn langs(&self) -> Vec<String> {
+        match self {
+            Store::Whole(i) => {
+                let a = &i.header.analysis;
+                let main = a.main_lang().to_string();
+                std::iter::once(main.clone()).chain(a.langs.iter().filter(|l| **l != main).cloned()).collect()
+            }
+            Store::Pieces(p) => vec![p.head.lang.clone()],
+        }
+    }
+
     fn settings(&self) -> &Settings {
         match self {
             Store::Whole(i) => &i.header.settings,
@@ -205,6 +226,29 @@ impl Engine {
         matches!(self.store, Store::Pieces(_))
     }
 
+    /// The site's languages (BCP 47 primary subtags), its main language first.
+    #[wasm_bindgen(getter)]
+    pub fn languages(&self) -> Vec<String> {
+        self.store.langs()
+    }
+
+    /// The language a reader asking in `lang` searches (a primary subtag): `lang` when the site
+    /// has pages in it, else the site's main language.
+    #[wasm_bindgen(js_name = readerLang)]
+    pub fn reader_lang(&self, lang: Option<String>) -> String {
+        match &self.store {
+            Store::Whole(i) => i.header.analysis.reader_lang(lang.as_deref()).to_string(),
+            Store::Pieces(p) => p.head.lang.clone(),
+        }
+    }
+
+    /// Whether the model reads `lang` (a reader in a language it does not read searches
+    /// lexically, and needs neither the model nor the vectors).
+    #[wasm_bindgen(js_name = modelReads)]
+    pub fn model_reads(&self, lang: &str) -> bool {
+        crate::query::search::model_reads(&crate::query::analyze::primary(lang))
+    }
+
     #[cfg(feature = "embed")]
     /// Hands over the vectors file of a split index (the bundle's `vectors`); refuses one made
     /// for another index. `file` names it in error messages.
@@ -244,22 +288,32 @@ impl Engine {
     /// without the model every mode falls back to BM25 and nothing passes the gate. `cut` and
     /// `max_chunks` default to the index's settings. Over an index in pieces it may return
     /// `{"missing": [file names]}` instead: hand those pieces over (`addPiece`) and search again.
-    pub fn search(&self, query: &str, k: usize, mode: &str, cut: Option<f32>, max_chunks: Option<u32>) -> Result<String, JsError> {
+    pub fn search(
+        &self,
+        query: &str,
+        k: usize,
+        mode: &str,
+        cut: Option<f32>,
+        max_chunks: Option<u32>,
+        lang: Option<String>,
+    ) -> Result<String, JsError> {
         let mode = parse_mode(mode)?;
         let opts = SearchOptions {
             mode,
             k,
             cut,
             max_chunks: max_chunks.unwrap_or(self.store.settings().max_chunks) as usize,
+            lang: lang.filter(|l| !l.is_empty()),
             ..Default::default()
         };
+        let analyzer = self.store.analyzer(opts.lang.as_deref());
         match &self.store {
             Store::Whole(index) => {
-                let plan = Plan::new(index, query);
+                let plan = Plan::new(index, &analyzer, query);
                 let (vector, embed_ms) = self.query_vector(&plan.embedded(query))?;
                 let mut result = search_planned(index, query, plan, vector.as_ref(), &opts);
                 result.timings.embed = embed_ms;
-                self.to_json(&result)
+                self.to_json(&result, &analyzer)
             }
             Store::Pieces(pieced) => {
                 // The text the model reads is known once the query's lexical pieces are in
@@ -276,7 +330,7 @@ impl Engine {
                 match answer {
                     Ok(mut result) => {
                         result.timings.embed = embed_ms;
-                        self.to_json(&result)
+                        self.to_json(&result, &analyzer)
                     }
                     Err(missing) => {
                         let names: Vec<String> = missing.iter().map(PieceId::file_name).collect();
@@ -307,6 +361,7 @@ impl Engine {
             answer: r.answer,
             mode: r.mode,
             cut: r.cut,
+            lexical_cut: None,
             foreign: Vec::new(),
             unknown: Vec::new(),
             corrected: None,
@@ -408,7 +463,7 @@ impl Engine {
         Ok((None, 0.0))
     }
 
-    fn to_json(&self, r: &SearchResult) -> Result<String, JsError> {
+    fn to_json(&self, r: &SearchResult, analyzer: &Analyzer) -> Result<String, JsError> {
         let hits = r
             .hits
             .iter()
@@ -430,7 +485,7 @@ impl Engine {
                     content: h.content.clone(),
                     distance: h.distance.is_finite().then_some(h.distance),
                     rank: h.rank,
-                    marks: marks(&h.content, &r.terms),
+                    marks: marks(analyzer, &h.content, &r.terms),
                 }
             })
             .collect();

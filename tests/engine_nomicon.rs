@@ -388,7 +388,7 @@ fn the_piece_plan_cuts_every_chunk_and_term_once_and_probing_every_list_is_the_w
     assert!(plan.lexical_first.len() > 5 && plan.lexical_first[0] == 0 && plan.lexical_first.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(plan.lexical_piece(terms.len() - 1), plan.lexical_first.len() - 1);
     let q = "Why does mem::forget not run the destructor?";
-    let pieces = plan.lexical_pieces(&idx.header.bm25, q, &[]);
+    let pieces = plan.lexical_pieces(&idx.header.bm25, &idx.header.analyzer(None), q, &[]);
     for t in needle::query::bm25::tokenize(q) {
         if let Ok(at) = terms.binary_search(&t) {
             let p = plan.lexical_piece(at);
@@ -407,8 +407,14 @@ fn the_piece_plan_cuts_every_chunk_and_term_once_and_probing_every_list_is_the_w
     };
     let across = terms.iter().find(|w| forms_in(w).len() > 1).expect("some word's forms span two pieces");
     let unknown = [across.clone()];
-    assert!(forms_in(across).is_subset(&plan.lexical_pieces(bm, across, &unknown)), "{across}: its forms' pieces are fetched");
-    assert!(!forms_in(across).is_subset(&plan.lexical_pieces(bm, across, &[])), "{across}: a known word brings its own piece only");
+    assert!(
+        forms_in(across).is_subset(&plan.lexical_pieces(bm, &idx.header.analyzer(None), across, &unknown)),
+        "{across}: its forms' pieces are fetched"
+    );
+    assert!(
+        !forms_in(across).is_subset(&plan.lexical_pieces(bm, &idx.header.analyzer(None), across, &[])),
+        "{across}: a known word brings its own piece only"
+    );
     let qrels = fixture("qrels.jsonl");
     let report = |nprobe: &str| {
         let (ok, out, err) = needle(

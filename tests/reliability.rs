@@ -278,6 +278,18 @@ fn every_released_index_format_opens_or_is_refused_by_name() {
                     needle::query::index::Gate::Auto { .. } => "auto",
                 };
                 assert_eq!(gate, expected.get("gate").and_then(Value::as_str).unwrap_or("cut"), "v{version} gate");
+                // Formats 1–5 had no text analysis: analyzer 1, every page's language unknown.
+                let analysis = &idx.header.analysis;
+                assert_eq!(
+                    u64::from(analysis.version),
+                    expected.get("analyzer").and_then(Value::as_u64).unwrap_or(1),
+                    "v{version} analyzer"
+                );
+                let langs: Vec<&str> = expected
+                    .get("languages")
+                    .and_then(Value::as_array)
+                    .map_or(vec!["und"], |a| a.iter().filter_map(Value::as_str).collect());
+                assert_eq!(analysis.langs, langs, "v{version} languages");
                 // The stored offsets still quote the site's canonical text.
                 let site = dir.join("site");
                 let opts = needle::doc::extract::ExtractOptions::default();

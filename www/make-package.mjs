@@ -14,7 +14,10 @@ rmSync(join(pkg, ".gitignore"), { force: true });
 // Drop the .wasm's custom sections (function names: 2.3 MB raw, ~0.4 MB brotli; producers):
 // nothing at run time reads them. NEEDLE_WASM_KEEP_NAMES=1 keeps them for profiling.
 const WASMS = ["needle_core_bg.wasm", "needle_core_relaxed_bg.wasm", "needle_lexical_bg.wasm"].filter((f) => existsSync(join(pkg, f)));
-for (const f of process.env.NEEDLE_WASM_KEEP_NAMES === "1" ? [] : WASMS) {
+// The lexical core with the stemmers is for the CLI to embed (a bundle of a site in a stemmed
+// language ships it), not part of the npm package: stripped, not listed.
+const STEM = ["needle_lexical_stem_bg.wasm"].filter((f) => existsSync(join(pkg, f)));
+for (const f of process.env.NEEDLE_WASM_KEEP_NAMES === "1" ? [] : [...WASMS, ...STEM]) {
   const file = join(pkg, f);
   const b = readFileSync(file);
   const parts = [b.subarray(0, 8)];

@@ -95,6 +95,13 @@ export interface OpenOptions {
    * queries about 10 % faster). false always runs the plain SIMD build.
    */
   relaxedSimd?: boolean;
+  /**
+   * The reader's language (a BCP 47 tag, as `<html lang>`): queries are analyzed in it and, on
+   * a site written in several, only its pages are searched; null or absent: the site's main
+   * language, every page. The model reads English: for another language search stays lexical,
+   * the model is not fetched, and `ready` rejects saying so.
+   */
+  lang?: string | null;
 }
 
 export interface SearchOptions {
@@ -104,6 +111,8 @@ export interface SearchOptions {
   cut?: number | null;
   /** At most this many hits pass the gate; default: the index's. */
   maxChunks?: number | null;
+  /** The reader's language for this search; default: the one given to `open`. */
+  lang?: string | null;
 }
 
 export interface NeedlePage {
@@ -136,6 +145,10 @@ export interface Engine {
    */
   readonly lexical: Promise<void>;
   readonly manifest: Record<string, unknown>;
+  /** The reader's language given to `open` (null: the site's main language). */
+  readonly lang: string | null;
+  /** The site's languages (primary subtags: "en", "de", "zh"), its main language first. */
+  languages(): Promise<string[]>;
   search(query: string, options?: SearchOptions): Promise<NeedleResult>;
   /** The prompt text with numbered sources, as the CLI's `--prompt` prints it. */
   prompt(question: string, result: NeedleResult): Promise<string>;

@@ -15,6 +15,11 @@
 // (`manifest.pieces`): the head first, then each search fetches only the pieces the engine names
 // (the lexical postings of the query's words, the inverted lists its vector probes, the entries
 // of the hits it shows), each once, through the same cache.
+//
+// `lang` (a BCP 47 tag, as `<html lang>`) is the reader's language: queries are analyzed in it
+// and, on a site written in several, only its pages are searched. The model reads English: a
+// reader in another language searches by words, and the model is never fetched for them
+// (`ready` rejects saying so).
 
 const CACHE_NAME = "needle-v1";
 const isNode = typeof process !== "undefined" && !!process.versions?.node && typeof window === "undefined";
@@ -26,16 +31,18 @@ export async function open(base, options = {}) {
   const manifest = await loadManifest(baseUrl, options);
   const siteRoot = new URL(manifest.siteRoot ?? "../", baseUrl);
   const backend = useWorker ? workerBackend(baseUrl, manifest, options) : localBackend(baseUrl, manifest, options);
-  return new Engine(backend, siteRoot, manifest);
+  return new Engine(backend, siteRoot, manifest, options.lang ?? null);
 }
 
 class Engine {
   #backend;
   #siteRoot;
-  constructor(backend, siteRoot, manifest) {
+  constructor(backend, siteRoot, manifest, lang) {
     this.#backend = backend;
     this.#siteRoot = siteRoot;
     this.manifest = manifest;
+    /** The reader's language given to `open` (null: the site's main language). */
+    this.lang = lang;
     /**
      * Resolves once hybrid search is available (the model is loaded). Rejects, never hangs, if
      * the model or tokenizer cannot be fetched or is refused (corrupt, or not the one the index
@@ -56,8 +63,8 @@ class Engine {
    * Searches. `mode` is "bm25", "dense" or "hybrid"; while the model is loading every mode is
    * answered lexically (`r.mode === "bm25"`, `r.answer` empty).
    */
-  async search(query, { k = 20, mode = "hybrid", cut = null, maxChunks = null } = {}) {
-    const json = await this.#backend.call("search", [String(query), k, mode, cut, maxChunks]);
+  async search(query, { k = 20, mode = "hybrid", cut = null, maxChunks = null, lang = this.lang } = {}) {
+    const json = await this.#backend.call("search", [String(query), k, mode, cut, maxChunks, lang]);
     const r = JSON.parse(json);
     if (r.missing) throw new Error(`needle: the engine still lacks ${r.missing.join(", ")}`);
     for (const h of r.hits) {
@@ -71,6 +78,11 @@ class Engine {
   /** The prompt text with numbered sources for `r` (what `needle search --prompt` prints). */
   async prompt(question, r) {
     return this.#backend.call("prompt", [String(question), JSON.stringify(r)]);
+  }
+
+  /** The site's languages (primary subtags such as "en", "de", "zh"), its main language first. */
+  async languages() {
+    return this.#backend.call("languages", []);
   }
 
   /** Pages of the index: [{ path, title, contentHash, textLen, chunks }]. */
@@ -156,7 +168,7 @@ function workerBackend(baseUrl, manifest, options) {
     else if (data.type === "lexical") lexicalDone();
     else if (data.type === "ready") readyDone();
     else if (data.type === "lexical-error") lexicalFail(new Error(data.error));
-    else if (data.type === "ready-error") readyFail(new Error(data.error));
+    else if (data.type === "ready-error") readyFail(Object.assign(new Error(data.error), { code: data.code }));
     else if (data.type === "reply") {
       const p = pending.get(data.id);
       pending.delete(data.id);
@@ -190,7 +202,7 @@ function workerBackend(baseUrl, manifest, options) {
 }
 
 function plainOptions(o) {
-  return { cache: o.cache ?? true, model: o.model ?? true, relaxedSimd: o.relaxedSimd ?? true };
+  return { cache: o.cache ?? true, model: o.model ?? true, relaxedSimd: o.relaxedSimd ?? true, lang: o.lang ?? null };
 }
 
 // A minimal module whose one function uses i8x16.relaxed_swizzle: it validates exactly where
@@ -235,7 +247,7 @@ export function serveWorker(scope) {
       );
       core.ready.then(
         () => scope.postMessage({ type: "ready" }),
-        (e) => scope.postMessage({ type: "ready-error", error: String(e?.message ?? e) }),
+        (e) => scope.postMessage({ type: "ready-error", error: String(e?.message ?? e), code: e?.code }),
       );
     } else if (data.type === "call") {
       try {
@@ -324,6 +336,11 @@ function createCore(baseUrl, manifest, options) {
   const ready = (async () => {
     if (options.model === false) return new Promise(() => {});
     await lexical;
+    const lang = lexicalEngine.readerLang(options.lang || undefined);
+    if (!lexicalEngine.modelReads(lang)) {
+      // Nothing is fetched: the reader's searches stay lexical (`code` tells a widget why).
+      throw Object.assign(new Error(`the semantic model reads English, and this search is in "${lang}": results match the words`), { code: "language" });
+    }
     await modelWanted;
     const role = engineRole(manifest, options);
     const own = await loadGlue(baseUrl, manifest, role);
@@ -426,14 +443,16 @@ function createCore(baseUrl, manifest, options) {
       await lexical;
       switch (op) {
         case "search": {
-          const [q, k, mode, cut, maxChunks] = args;
-          const a = [q, k, mode, cut ?? undefined, maxChunks ?? undefined];
+          const [q, k, mode, cut, maxChunks, lang] = args;
+          const a = [q, k, mode, cut ?? undefined, maxChunks ?? undefined, lang ?? undefined];
           return pieced ? searchPieces(a) : current().search(...a);
         }
         case "pieces":
           return pieced ? { pieced, head: indexBytes?.byteLength ?? 0, ...spent } : { pieced };
         case "prompt":
           return current().prompt(args[0], args[1]);
+        case "languages":
+          return current().languages;
         case "pages":
           return current().pages();
         case "quote":

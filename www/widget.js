@@ -303,6 +303,21 @@ const TYPED = ["keydown", "keypress", "keyup", "beforeinput", "input"];
  * The `shortcut` attribute as key specs: "mod+k /" → [{ key: "k", mod: true, … }, { key: "/", … }].
  * `mod` is Ctrl or ⌘; `ctrl`, `meta`, `alt` and `shift` name one modifier each.
  */
+/**
+ * The language of the page the box sits on, as the index was built: `<html lang>`, a
+ * `content-language` meta, the file name `page.LANG.html`, or a folder named for a language
+ * (`/de/`, `/zh-cn/`) among the first two; null when none says (the site's main language).
+ */
+function pageLang() {
+  const declared = document.documentElement.lang || document.querySelector('meta[http-equiv="content-language" i]')?.content;
+  if (declared) return declared.split(",")[0].trim();
+  const tag = /^[a-z]{2}([-_][a-z0-9]{2,4})?$/i;
+  const parts = location.pathname.split("/").filter(Boolean);
+  const name = parts.at(-1)?.split(".") ?? [];
+  if (name.length >= 3 && tag.test(name.at(-2))) return name.at(-2);
+  return parts.slice(0, -1).slice(0, 2).find((p) => tag.test(p)) ?? null;
+}
+
 function shortcuts(spec) {
   if (spec.trim() === "none") return [];
   return spec
@@ -365,6 +380,8 @@ class NeedleSearch extends HTMLElement {
   #ready = false;
   /** Why the model is unusable (search stays lexical), or null. */
   #failed = null;
+  /** The reader's language is one the model does not read: search is by words, by design. */
+  #wordsOnly = false;
   /** Why search is unavailable (the index or the engine failed), or null. */
   #broken = null;
   /** Bytes of each semantic file of the download: { [role]: { loaded, total } }, from the manifest's sizes. */
@@ -478,7 +495,8 @@ class NeedleSearch extends HTMLElement {
    */
   #open() {
     const model = { off: false, "on-demand": "on-demand" }[this.getAttribute("semantic")] ?? true;
-    this.#opening ??= open(this.base, { model, onProgress: (p) => this.#onProgress(p) }).then((engine) => {
+    const lang = this.getAttribute("lang") ?? pageLang();
+    this.#opening ??= open(this.base, { model, lang: lang === "all" ? null : lang, onProgress: (p) => this.#onProgress(p) }).then((engine) => {
       engine.lexical.catch((e) => this.#fail(e));
       engine.ready.then(
         () => {
@@ -498,8 +516,14 @@ class NeedleSearch extends HTMLElement {
   }
 
   #modelFailed(e) {
-    this.#failed = e?.message ?? String(e);
     this.bar.hidden = true;
+    if (e?.code === "language") {
+      // Not a failure: the model reads English, this reader's language is searched by words.
+      this.#wordsOnly = true;
+      if (this.#last) this.#render(this.#last);
+      return;
+    }
+    this.#failed = e?.message ?? String(e);
     this.#say(`Semantic search unavailable: ${this.#failed}; showing keyword results.`);
     this.dispatchEvent(new CustomEvent("needle:degraded", { detail: { error: this.#failed } }));
     if (this.#last) this.#render(this.#last); // the panel's notice too
@@ -635,7 +659,7 @@ class NeedleSearch extends HTMLElement {
     }
     const verdict = verdictOf(r);
     const pages = pagesOf(r);
-    this.panel.dataset.state = r.mode === "bm25" && verdict !== "no-answer" ? "lexical" : verdict;
+    this.panel.dataset.state = r.mode === "bm25" && verdict === "results" ? "lexical" : verdict;
     this.notice.textContent = this.#headline(r, verdict, pages);
     if (r.corrected && r.corrected !== r.query) {
       this.corrected.replaceChildren("Showing results for ", el("em", {}, r.corrected));
@@ -658,17 +682,22 @@ class NeedleSearch extends HTMLElement {
   /** The line above the list: what the engine decided, or what kind of results these are. */
   #headline(r, verdict, pages) {
     if (verdict === "no-answer") return "No passage answers this question — closest pages:";
+    if (verdict === "answer" && this.#wordsOnly) return this.#answered(r, pages);
     if (r.mode === "bm25") {
-      if (!r.hits.length) return this.#ready || this.#failed || this.getAttribute("semantic") === "off" ? "No keyword matches." : "No keyword matches yet.";
+      if (!r.hits.length) return this.#ready || this.#failed || this.#wordsOnly || this.getAttribute("semantic") === "off" ? "No keyword matches." : "No keyword matches yet.";
+      if (this.#wordsOnly) return "Keyword matches";
       if (this.#failed) return "Keyword matches (semantic search unavailable)";
       if (this.#ready) return "Keyword matches";
       return this.getAttribute("semantic") === "off" ? "Keyword matches (this site searches by keyword only)" : "Keyword matches (semantic search is still loading)";
     }
-    if (verdict === "answer") {
-      const answered = pages.filter((hits) => r.answer.some((i) => r.hits[i] === hits[0]));
-      return `Answered in ${listed(answered.map((hits) => hits[0].title || hits[0].page))}`;
-    }
+    if (verdict === "answer") return this.#answered(r, pages);
     return r.hits.length ? "" : "No results.";
+  }
+
+  /** "Answered in …": the pages of the answer's chunks. */
+  #answered(r, pages) {
+    const answered = pages.filter((hits) => r.answer.some((i) => r.hits[i] === hits[0]));
+    return `Answered in ${listed(answered.map((hits) => hits[0].title || hits[0].page))}`;
   }
 
   /**

@@ -65,7 +65,7 @@ fn document(data: &str) -> Document {
         text.push_str(body);
         blocks.push(Block { start, end: text.len(), kind, section: open.iter().map(|(_, s)| s.clone()).collect() });
     }
-    Document { path: "fuzz.html".into(), title, text, blocks, source: Default::default() }
+    Document { path: "fuzz.html".into(), title, text, blocks, lang: None, source: Default::default() }
 }
 
 fuzz_target!(|data: &[u8]| {

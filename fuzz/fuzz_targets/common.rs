@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use needle::doc::chunk::ChunkConfig;
+use needle::query::analyze::Analysis;
 use needle::query::bm25::Bm25;
 use needle::query::index::{sha256_hex, ChunkEntry, Gate, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp};
 use needle::query::search::{self, Mode, QueryVector, SearchOptions};
@@ -53,6 +54,7 @@ pub fn tiny() -> Index {
                 max_chunks: 4,
                 gate_depth: 20,
                 gate: Gate::Auto { foreign_penalty: 0.3, background_answered: 0.05 },
+                lexical_cuts: vec![("de".into(), 0.5)],
             },
             site: "..".into(),
             pages: vec![
@@ -62,6 +64,7 @@ pub fn tiny() -> Index {
             ],
             chunks,
             bm25,
+            analysis: Analysis::of(["en", "und", "und"]),
         },
         vec![1.0, 0.0, 0.0, 1.0],
     )

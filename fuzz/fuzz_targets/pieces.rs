@@ -30,6 +30,8 @@ static HEAD: LazyLock<Vec<u8>> = LazyLock::new(|| {
         content_first: vec![0, 1],
         centroid_scales: vec![1.0 / 127.0],
         centroid_codes: vec![127, 0],
+        analyzer: h.analysis.version,
+        lang: h.analysis.main_lang().to_string(),
     })
     .expect("the head writes")
 });

@@ -38,7 +38,8 @@ pub const WWW: Www = Www {
 };
 
 /// The WebAssembly engine: wasm-bindgen glue, the plain-SIMD build and, optionally, the
-/// relaxed-SIMD one; and the lexical core (no model code) with its own glue.
+/// relaxed-SIMD one; and the lexical core (no model code) with its own glue, without and with
+/// the Snowball stemmers (the same glue: the bundle ships the one its site's languages need).
 #[derive(Debug, Clone, Copy)]
 pub struct Engine {
     pub glue: Asset,
@@ -46,6 +47,7 @@ pub struct Engine {
     pub wasm_relaxed: Option<Asset>,
     pub lexical_glue: Asset,
     pub lexical: Asset,
+    pub lexical_stem: Asset,
 }
 
 #[cfg_attr(not(needle_engine), allow(unused_macros))]
@@ -66,6 +68,7 @@ pub const ENGINE: Option<Engine> = Some(Engine {
     wasm_relaxed: None,
     lexical_glue: pkg!("needle_lexical.js"),
     lexical: pkg!("needle_lexical_bg.wasm"),
+    lexical_stem: pkg!("needle_lexical_stem_bg.wasm"),
 });
 #[cfg(not(needle_engine))]
 pub const ENGINE: Option<Engine> = None;

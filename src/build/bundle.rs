@@ -194,7 +194,9 @@ pub(crate) fn write_bundle_with(
         embedded("glue", &engine.glue),
         embedded("worker", &www.worker),
         embedded("highlight", &www.highlight),
-        embedded("lexical", &engine.lexical),
+        // The stemmers cost the lexical core 45 % of its bytes: only a site with pages in a
+        // stemmed language ships them.
+        embedded("lexical", if index.header.analysis.stems() { &engine.lexical_stem } else { &engine.lexical }),
         embedded("lexicalGlue", &engine.lexical_glue),
         embedded("css", &www.css),
         ("model", format!("model.{model_ext}"), Cow::Owned(model_bytes)),
@@ -340,6 +342,7 @@ mod tests {
             wasm_relaxed: relaxed.then_some(Asset { name: WASM_RELAXED, bytes: b"relaxed" }),
             lexical_glue: Asset { name: "needle_lexical.js", bytes: b"lexical glue" },
             lexical: Asset { name: "needle_lexical_bg.wasm", bytes: b"lexical" },
+            lexical_stem: Asset { name: "needle_lexical_bg.wasm", bytes: b"lexical with stemmers" },
         }
     }
 

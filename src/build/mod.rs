@@ -23,6 +23,7 @@ use crate::doc::extract::{self, ExtractOptions, Extracted};
 use crate::doc::text::{utf16_len, Document};
 use crate::embed::Embedder;
 use crate::model::ModelFiles;
+use crate::query::analyze::Analysis;
 use crate::query::index::Gate;
 use crate::query::index::{self, ChunkEntry, Header, Index, ModelStamp, PageEntry, PageStatus, Settings, Stamp, DEFAULT_GATE_DEPTH};
 use crate::Error;
@@ -54,6 +55,9 @@ pub struct BuildOptions {
     pub incremental: bool,
     /// Embed only this share of the pages, into a partial index (see [`part`]).
     pub part: Option<part::Part>,
+    /// Index every page in this language (a BCP 47 tag) instead of the one it declares or is
+    /// detected in (`doc::lang`).
+    pub lang: Option<String>,
 }
 
 impl Default for BuildOptions {
@@ -68,6 +72,7 @@ impl Default for BuildOptions {
             progress: false,
             incremental: true,
             part: None,
+            lang: None,
         }
     }
 }
@@ -97,6 +102,10 @@ pub struct BuildReport {
     pub embedded_chunks: usize,
     /// Why a previous index in the output folder was not reused, when there was one.
     pub full_rebuild_reason: Option<String>,
+    /// Pages indexed per language (primary subtag, "und" for unknown), most first.
+    pub languages: Vec<(String, usize)>,
+    /// Pages not indexed in the language they declare, or are named or filed as: (path, why).
+    pub language_notes: Vec<(String, String)>,
 }
 
 impl BuildReport {
@@ -248,6 +257,7 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
     let embedded = embed_chunks(&planned, &embedder, opts, &mut report)?;
     let (chunks, vectors) = assemble(&mut pages, planned, embedded, previous.as_ref(), &mut report);
 
+    let mut langs: Vec<String> = pages.iter().map(|p| p.lang.clone()).collect();
     let mut entries: Vec<PageEntry> = pages.into_iter().map(|p| p.entry).collect();
     report.pages_ok = entries.iter().filter(|p| p.status == PageStatus::Ok).count();
     report.chunks = chunks.len();
@@ -262,8 +272,11 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
         .map(|(path, reason)| skipped_page(path.clone(), reason.clone()))
         .collect();
     entries.extend(skipped);
+    langs.resize(entries.len(), crate::query::analyze::UNDETERMINED.into());
+    let analysis = Analysis::of(langs.iter().map(String::as_str));
+    report.languages = pages_per_language(&analysis, &entries);
 
-    let bm25 = index::bm25_of(&chunks);
+    let bm25 = index::bm25_of(&chunks, &analysis);
     // A part's gate is chosen by the merge, over the whole site.
     let gate = if opts.auto_gate { Gate::Auto { foreign_penalty: 0.0, background_answered: 0.0 } } else { Gate::Cut };
     let mut index = Index::new(
@@ -275,11 +288,13 @@ pub fn build_index(site: &Path, model: &LoadedModel, opts: &BuildOptions, previo
                 max_chunks: opts.max_chunks,
                 gate_depth: DEFAULT_GATE_DEPTH,
                 gate,
+                lexical_cuts: Vec::new(),
             },
             site: String::new(),
             pages: entries,
             chunks,
             bm25,
+            analysis,
         },
         vectors,
     );
@@ -299,11 +314,13 @@ struct Page {
     entry: PageEntry,
     doc: Option<Document>,
     reuse: Option<usize>,
+    /// The language the page is indexed in (`doc::lang`; "und" for a page without text).
+    lang: String,
 }
 
 impl Page {
     fn failed(path: String, reason: String) -> Page {
-        Page { entry: failed_page(path, reason), doc: None, reuse: None }
+        Page { entry: failed_page(path, reason), doc: None, reuse: None, lang: crate::query::analyze::UNDETERMINED.into() }
     }
 }
 
@@ -339,6 +356,7 @@ fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Res
                     let kept = &mut pages[first];
                     if extract::is_index_page(&kept.entry.path) && !extract::is_index_page(&doc.path) {
                         let old = std::mem::replace(&mut kept.entry, ok_page(&doc, hash.clone()));
+                        kept.lang = language(&doc, opts, report);
                         report.skipped.push((old.path, format!("same text as {}", doc.path)));
                         kept.doc = Some(doc);
                     } else {
@@ -347,7 +365,8 @@ fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Res
                     continue;
                 }
                 seen.insert(hash.clone(), pages.len());
-                pages.push(Page { entry: ok_page(&doc, hash), doc: Some(doc), reuse: None });
+                let lang = language(&doc, opts, report);
+                pages.push(Page { entry: ok_page(&doc, hash), doc: Some(doc), reuse: None, lang });
             }
         }
     }
@@ -577,6 +596,27 @@ fn content_hash(doc: &Document) -> String {
         crate::doc::locator::Source::Page => index::sha256_hex(doc.text.as_bytes()),
         source => index::sha256_hex(format!("{}\0{source:?}", doc.text).as_bytes()),
     }
+}
+
+/// The language `doc` is indexed in (`doc::lang`), noting in the report a declaration it was
+/// not indexed in.
+fn language(doc: &Document, opts: &BuildOptions, report: &mut BuildReport) -> String {
+    let l = crate::doc::lang::resolve(doc, opts.lang.as_deref());
+    if let Some(note) = l.note {
+        report.language_notes.push((doc.path.clone(), format!("{note}; indexed as {}", l.lang)));
+    }
+    l.lang
+}
+
+/// The pages with text (status ok) per language, most first (ties by language).
+pub fn pages_per_language(analysis: &Analysis, pages: &[PageEntry]) -> Vec<(String, usize)> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for (p, _) in pages.iter().enumerate().filter(|(_, page)| page.status == PageStatus::Ok) {
+        *counts.entry(analysis.lang_of(p)).or_default() += 1;
+    }
+    let mut out: Vec<(String, usize)> = counts.into_iter().map(|(l, n)| (l.to_string(), n)).collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
 }
 
 fn ok_page(doc: &Document, hash: String) -> PageEntry {

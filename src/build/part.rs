@@ -208,6 +208,7 @@ pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>, models: &[M
         by_file.insert(file.as_path(), (index, of_page));
     }
     let mut pages: Vec<PageEntry> = Vec::with_capacity(listed.len() + skipped.len());
+    let mut langs: Vec<String> = Vec::with_capacity(listed.len() + skipped.len());
     let mut chunks = Vec::new();
     let mut vectors = Vec::new();
     for (old, page, file) in listed.values() {
@@ -217,12 +218,17 @@ pub fn merge(paths: &[PathBuf], out_dir: &Path, site: Option<&Path>, models: &[M
                 chunks.push(index::ChunkEntry { page: new, ..index.header.chunks[c].clone() });
                 vectors.extend_from_slice(index.vector(c));
             }
+            langs.push(index.header.analysis.lang_of(*old).to_string());
+        } else {
+            langs.push(crate::query::analyze::UNDETERMINED.to_string());
         }
         pages.push((*page).clone());
     }
+    langs.extend(skipped.values().map(|_| crate::query::analyze::UNDETERMINED.to_string()));
     pages.extend(skipped.into_values().cloned());
-    let bm25 = index::bm25_of(&chunks);
-    let mut merged = Index::new(Header { pages, chunks, bm25, ..first }, vectors);
+    let analysis = crate::query::analyze::Analysis::of(langs.iter().map(String::as_str));
+    let bm25 = index::bm25_of(&chunks, &analysis);
+    let mut merged = Index::new(Header { pages, chunks, bm25, analysis, ..first }, vectors);
     if matches!(merged.header.settings.gate, Gate::Auto { .. }) {
         let stamp = &merged.header.stamp.model;
         let model = models

@@ -30,6 +30,7 @@
 //! builds of one site cut the same pieces. Every chunk is in exactly one list and one content
 //! piece, every term in exactly one lexical piece, and pieces follow term and chunk order.
 
+use crate::query::analyze::Analyzer;
 use crate::query::bm25::{self, Bm25};
 use crate::query::index::{self, Index, IndexError};
 use crate::query::pieces::{self as format, ChunkRun, Head, PieceId};
@@ -254,9 +255,9 @@ impl PiecePlan {
     /// does not know (`unknown_to_model`), as a reader fetches them (`query::pieces::Pieced::needs`).
     /// A term the site does not have costs the piece its range falls in too: that piece is what
     /// tells the reader the site lacks it (the gate's foreign words).
-    pub fn lexical_pieces(&self, bm: &Bm25, query: &str, unknown_to_model: &[String]) -> BTreeSet<usize> {
+    pub fn lexical_pieces(&self, bm: &Bm25, analyzer: &Analyzer, query: &str, unknown_to_model: &[String]) -> BTreeSet<usize> {
         let forms = unknown_to_model.iter().flat_map(|w| bm25::forms(w));
-        bm25::tokenize(query).into_iter().chain(forms).map(|t| self.lexical_piece(bm.terms.partition_point(|x| *x < t))).collect()
+        analyzer.terms(query).into_iter().chain(forms).map(|t| self.lexical_piece(bm.terms.partition_point(|x| *x < t))).collect()
     }
 
     /// The `nprobe` lists a query vector scans.
@@ -293,6 +294,8 @@ pub fn write(index: &Index, plan: &PiecePlan, nprobe: usize) -> Result<Vec<(Stri
         content_first: plan.content_first.iter().map(|&c| c as u32).collect(),
         centroid_scales: rows.iter().map(|r| r.0).collect(),
         centroid_codes: rows.into_iter().flat_map(|r| r.1).collect(),
+        analyzer: h.analysis.version,
+        lang: h.analysis.main_lang().to_string(),
     };
     let mut out = vec![(format::HEAD_FILE.to_string(), format::head_bytes(&head)?)];
     let ends = |first: &[usize], p: usize, total: usize| first[p]..first.get(p + 1).copied().unwrap_or(total);

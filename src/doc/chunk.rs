@@ -252,7 +252,14 @@ pub fn chunk_document(doc: &Document, cfg: &ChunkConfig, count_tokens: &mut dyn 
         if page_text.trim().is_empty() {
             continue;
         }
-        let page = Document { path: doc.path.clone(), title: doc.title.clone(), text: page_text.to_string(), blocks, source: Source::Page };
+        let page = Document {
+            path: doc.path.clone(),
+            title: doc.title.clone(),
+            text: page_text.to_string(),
+            blocks,
+            lang: doc.lang.clone(),
+            source: Source::Page,
+        };
         let (page_chunks, page_stats) = chunk_text(&page, cfg, count_tokens);
         let shift = text::utf16_len(&doc.text[..range.start]);
         chunks.extend(page_chunks.into_iter().map(|c| Chunk {
@@ -1043,7 +1050,7 @@ mod tests {
             text.push_str(t);
             out.push(Block { start, end: text.len(), kind: *kind, section: sec.iter().map(|s| s.to_string()).collect() });
         }
-        Document { path: "p.html".into(), title: title.into(), text, blocks: out, source: Default::default() }
+        Document { path: "p.html".into(), title: title.into(), text, blocks: out, lang: None, source: Default::default() }
     }
 
     fn cfg(strategy: Strategy, target_chars: usize, overlap_chars: usize, max_tokens: usize) -> ChunkConfig {
@@ -1088,6 +1095,7 @@ mod tests {
             path: "m.pdf".into(),
             title: "M".into(),
             blocks: vec![block(&p1), block(&p3)],
+            lang: None,
             source: Source::Pdf { pages: vec![p1.clone(), first.len() + 2..first.len() + 2, p3.clone()] },
             text,
         };
@@ -1502,7 +1510,7 @@ mod tests {
                     text.push_str(t);
                     out.push(Block { start, end: text.len(), kind, section });
                 }
-                Document { path: "p".into(), title, text, blocks: out, source: Default::default() }
+                Document { path: "p".into(), title, text, blocks: out, lang: None, source: Default::default() }
             })
         }
 

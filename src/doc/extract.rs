@@ -685,7 +685,29 @@ pub(crate) fn extract_html(rel_path: &str, html: &str, opts: &ExtractOptions) ->
         },
     };
     let head_title = doc.select(&HEAD_TITLE).next().map(|t| collapse_spaces(&t.text().collect::<String>()));
-    Ok(finish(rel_path, root, head_title))
+    let mut page = finish(rel_path, root, head_title);
+    if let Extracted::Page(d) = &mut page {
+        d.lang = declared_lang(&doc, root);
+    }
+    Ok(page)
+}
+
+/// The language the content root is declared in: the `lang` (or `xml:lang`) of the root or its
+/// nearest ancestor that has one, else a `content-language` meta; `None` when nothing declares
+/// one (an empty `lang=""` declares "unknown", which is none).
+fn declared_lang(doc: &Html, root: ElementRef<'_>) -> Option<String> {
+    let attr = std::iter::once(root).chain(root.ancestors().filter_map(ElementRef::wrap)).find_map(|e| {
+        let v = e.value();
+        v.attr("lang").or_else(|| v.attr("xml:lang")).map(str::trim)
+    });
+    let meta = || {
+        doc.select(&META)
+            .find(|m| m.value().attr("http-equiv").is_some_and(|h| h.eq_ignore_ascii_case("content-language")))
+            .and_then(|m| m.value().attr("content"))
+            .and_then(|c| c.split(',').next())
+            .map(str::trim)
+    };
+    attr.or_else(meta).filter(|l| !l.is_empty()).map(str::to_string)
 }
 
 fn finish(rel_path: &str, root: ElementRef<'_>, head_title: Option<String>) -> Extracted {
@@ -699,7 +721,7 @@ fn finish(rel_path: &str, root: ElementRef<'_>, head_title: Option<String>) -> E
         .map(|b| text[b.start..b.end].replace('\n', " "))
         .or(head_title.filter(|t| !t.is_empty()))
         .unwrap_or_else(|| file_stem(rel_path));
-    Extracted::Page(Document { path: rel_path.to_string(), title, text, blocks, source: Default::default() })
+    Extracted::Page(Document { path: rel_path.to_string(), title, text, blocks, lang: None, source: Default::default() })
 }
 
 pub(crate) fn file_stem(rel_path: &str) -> String {
@@ -822,7 +844,14 @@ fn extract_text(rel_path: &str, source: &str) -> Extracted {
     if blocks.is_empty() {
         return Extracted::Skipped("no text".into());
     }
-    Extracted::Page(Document { path: rel_path.to_string(), title: file_stem(rel_path), text, blocks, source: Default::default() })
+    Extracted::Page(Document {
+        path: rel_path.to_string(),
+        title: file_stem(rel_path),
+        text,
+        blocks,
+        lang: None,
+        source: Default::default(),
+    })
 }
 
 #[cfg(test)]

@@ -158,7 +158,7 @@ pub fn media_document(path: &str, title: &str, cues: &[VttCue], host: Option<Str
         blocks.push(Block { start, end: text.len(), kind: BlockKind::Text, section: section.to_vec() });
         units.push(Cue { range: start..text.len(), start_ms: cue.start_ms, end_ms: cue.end_ms });
     }
-    Document { path: path.to_string(), title: title.to_string(), text, blocks, source: Source::Media { cues: units, host } }
+    Document { path: path.to_string(), title: title.to_string(), text, blocks, lang: None, source: Source::Media { cues: units, host } }
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ pub mod canonical;
 pub mod chunk;
 #[cfg(feature = "extract")]
 pub mod extract;
+#[cfg(feature = "extract")]
+pub mod lang;
 pub mod locator;
 #[cfg(feature = "extract")]
 pub mod media;

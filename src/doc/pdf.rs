@@ -249,7 +249,7 @@ fn assemble(path: &str, title: String, pages: &[String], outline: &[(usize, Stri
         push_text(&mut blocks, &text, base + at, base + page.len(), section_of(&open));
         ranges.push(base..text.len());
     }
-    Document { path: path.to_string(), title, text, blocks, source: Source::Pdf { pages: ranges } }
+    Document { path: path.to_string(), title, text, blocks, lang: None, source: Source::Pdf { pages: ranges } }
 }
 
 /// A text block over `start..end` of `text`, trimmed; nothing when that is blank.

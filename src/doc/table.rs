@@ -45,7 +45,7 @@ pub fn table_document(path: &str, title: &str, bytes: &[u8]) -> Result<Option<Do
     if rows.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Document { path: path.to_string(), title: title.to_string(), text, blocks, source: Source::Table { rows } }))
+    Ok(Some(Document { path: path.to_string(), title: title.to_string(), text, blocks, lang: None, source: Source::Table { rows } }))
 }
 
 #[cfg(test)]

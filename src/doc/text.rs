@@ -112,6 +112,10 @@ pub struct Document {
     /// What kind of document it is and the units its text is made of (PDF pages, cues, rows):
     /// what its chunks are cited by ([`crate::doc::locator`]).
     pub source: crate::doc::locator::Source,
+    /// The language the document declares (`<html lang>`, `xml:lang`, a `content-language`
+    /// meta), as written; `None` when it declares none. The build decides the language it is
+    /// indexed in (`doc::lang`).
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

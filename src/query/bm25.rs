@@ -1,8 +1,9 @@
-//! Okapi BM25 over the chunks' embedded text (header + content).
-//! Invariants: tokens are Unicode-lowercased runs of alphanumeric characters, so ASCII text
-//! tokenizes exactly like `[a-z0-9]+`; idf = ln(1 + (N − n + 0.5)/(n + 0.5)) is never negative;
-//! postings are sorted by chunk, and scoring visits only the query's postings.
+//! Okapi BM25 over the chunks' embedded text (header + content), its terms made by the
+//! analyzer of each page's language (`query::analyze`).
+//! Invariants: idf = ln(1 + (N − n + 0.5)/(n + 0.5)) is never negative; postings are sorted by
+//! chunk, and scoring visits only the query's postings.
 
+use crate::query::analyze::Analyzer;
 use crate::query::lexicon::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -10,36 +11,39 @@ use std::collections::HashMap;
 pub const K1: f32 = 1.2;
 pub const B: f32 = 0.75;
 
-/// Lowercased alphanumeric runs. `char::is_alphanumeric` keeps letters and digits of every
-/// script, so "café" and "日本語" are words too.
+/// The terms of `s` as English is analyzed (`Analyzer::default`): lowercased words, not
+/// stemmed, so ASCII text tokenizes exactly like `[a-z0-9]+`.
 pub fn tokenize(s: &str) -> Vec<String> {
-    words(s).map(|(_, w)| w.to_lowercase()).collect()
+    Analyzer::default().terms(s)
 }
 
-/// The alphanumeric runs of `s` (before lowercasing) with their byte offsets: what
-/// [`tokenize`] makes tokens of.
-pub(crate) fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
-    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(move |w| (w.as_ptr() as usize - s.as_ptr() as usize, w))
-}
-
-/// Where `text`'s tokens that are among `terms` (lowercase, as [`tokenize`] makes them) are:
-/// `(from, to)` in UTF-16 units, in order. The widget marks these in a result, so marking and
+/// Where `text`'s words whose terms (as `analyzer` makes them) are among `terms` are:
+/// `(from, to)` in UTF-16 units, in order, overlapping ranges merged (a Chinese word is two
+/// overlapping pairs of characters). The widget marks these in a result, so marking and
 /// ranking agree on what a word is.
-pub fn marks(text: &str, terms: &[String]) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
+pub fn marks(analyzer: &Analyzer, text: &str, terms: &[String]) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
     if terms.is_empty() {
         return out;
     }
     let (mut byte, mut unit) = (0usize, 0usize);
-    for (at, w) in words(text) {
-        if !terms.contains(&w.to_lowercase()) {
+    for t in analyzer.tokens(text) {
+        if !terms.contains(&t.term) {
             continue;
         }
-        unit += crate::doc::text::utf16_len(&text[byte..at]);
-        let len = crate::doc::text::utf16_len(w);
-        out.push((unit as u32, (unit + len) as u32));
-        unit += len;
-        byte = at + w.len();
+        let (from, to) = t.at;
+        // Tokens come in order of their start; a pair of characters may begin inside the last.
+        let start = if from >= byte {
+            unit + crate::doc::text::utf16_len(&text[byte..from])
+        } else {
+            unit - crate::doc::text::utf16_len(&text[from..byte])
+        };
+        let end = start + crate::doc::text::utf16_len(&text[from..to]);
+        match out.last_mut() {
+            Some(last) if start as u32 <= last.1 => last.1 = last.1.max(end as u32),
+            _ => out.push((start as u32, end as u32)),
+        }
+        (byte, unit) = (to, end);
     }
     out
 }
@@ -154,11 +158,16 @@ pub struct Bm25 {
 }
 
 impl Bm25 {
+    /// The statistics of `texts` analyzed as English ([`tokenize`]).
     pub fn build<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        Bm25::from_terms(texts.into_iter().map(tokenize))
+    }
+
+    /// The statistics of chunks given as their terms, in order.
+    pub fn from_terms(chunks: impl IntoIterator<Item = Vec<String>>) -> Self {
         let mut map: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut doc_len = Vec::new();
-        for (i, text) in texts.into_iter().enumerate() {
-            let toks = tokenize(text);
+        for (i, toks) in chunks.into_iter().enumerate() {
             doc_len.push(toks.len() as u32);
             let mut tf: HashMap<String, u32> = HashMap::new();
             for t in toks {
@@ -198,7 +207,7 @@ impl Bm25 {
     /// begins while typed, a typo's nearest terms). A query word repeated counts once per
     /// occurrence, as in the classic formula's sum.
     pub fn rank(&self, query: &str) -> Vec<(usize, f32)> {
-        self.rank_plan(&Plan::new(self, query))
+        self.rank_plan(&Plan::new(self, &Analyzer::default(), query))
     }
 
     /// The ranking of [`Bm25::rank`] for a query already planned over this vocabulary.
@@ -259,6 +268,35 @@ pub(crate) fn rank_plan(plan: &Plan, n: usize, avgdl: f32, postings: impl Fn(&st
     scores.ranked()
 }
 
+/// The share of a planned query's words each of `chunks` holds, each word weighted by its idf
+/// among `n` chunks (a word reaching several terms by its heaviest, as weighted when matched; a
+/// word the site does not hold by the idf of a term in no chunk, the most a word weighs): 1
+/// when a chunk holds every word, less as it misses words, rare ones most. The lexical gate's
+/// evidence (`Settings::lexical_cuts`). `postings` is as in [`rank_plan`].
+pub(crate) fn coverage(plan: &Plan, n: usize, chunks: &[usize], postings: impl Fn(&str, &mut dyn FnMut(u32, u32, u32))) -> Vec<f32> {
+    let at: HashMap<usize, usize> = chunks.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    let mut held = vec![0f32; chunks.len()];
+    let mut total = 0f32;
+    for word in &plan.words {
+        let weight = word.terms.iter().map(|t| t.weight * idf(n, t.df)).reduce(f32::max).unwrap_or_else(|| idf(n, 0));
+        total += weight;
+        let mut seen = vec![false; chunks.len()];
+        for t in &word.terms {
+            postings(&t.text, &mut |chunk, _, _| {
+                if let Some(&i) = at.get(&(chunk as usize)) {
+                    seen[i] = true;
+                }
+            });
+        }
+        for (h, s) in held.iter_mut().zip(seen) {
+            if s {
+                *h += weight;
+            }
+        }
+    }
+    held.into_iter().map(|h| if total > 0.0 { h / total } else { 0.0 }).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,7 +334,8 @@ mod tests {
 
     #[test]
     fn unicode_words_are_lowercased_and_kept() {
-        assert_eq!(tokenize("Café ÉTÉ 日本語—テスト"), ["café", "été", "日本語", "テスト"]);
+        // Chinese and Japanese text is indexed as its overlapping pairs of characters.
+        assert_eq!(tokenize("Café ÉTÉ 日本語—テスト"), ["café", "été", "日本", "本語", "テス", "スト"]);
     }
 
     #[test]
@@ -331,9 +370,33 @@ mod tests {
     #[test]
     fn marks_are_the_tokens_bm25_matched_in_utf16_units() {
         let terms = vec!["drop".to_string(), "café".to_string()];
+        let en = Analyzer::default();
         // "😀" is two UTF-16 units; "Dropped" and "undrop" are other tokens.
-        assert_eq!(marks("😀 DROP café, Dropped undrop drop", &terms), [(3, 7), (8, 12), (29, 33)]);
-        assert!(marks("drop", &[]).is_empty());
+        assert_eq!(marks(&en, "😀 DROP café, Dropped undrop drop", &terms), [(3, 7), (8, 12), (29, 33)]);
+        assert!(marks(&en, "drop", &[]).is_empty());
+        // A Chinese word's overlapping pairs mark one range; a stemmed German word is marked whole.
+        let zh = Analyzer::new(crate::query::analyze::ANALYZER_VERSION, "zh");
+        assert_eq!(marks(&zh, "用软件包管理", &["软件".into(), "件包".into()]), [(1, 4)]);
+        let de = Analyzer::new(crate::query::analyze::ANALYZER_VERSION, "de");
+        assert_eq!(marks(&de, "Die Paketen.", &[de.term("Paket")]), [(4, 11)]);
+    }
+
+    #[test]
+    fn coverage_is_the_idf_weighted_share_of_the_query_s_words_a_chunk_holds() {
+        let bm = Bm25::build(["apt installs packages", "apt removes packages", "a cat"].iter().copied());
+        let plan = Plan::new(&bm, &Analyzer::default(), "apt installs zebras ");
+        let cov = coverage(&plan, bm.len(), &[0, 1, 2], |term, visit| {
+            if let Ok(t) = bm.terms.binary_search_by(|x| x.as_str().cmp(term)) {
+                for &(c, tf) in &bm.postings[t] {
+                    visit(c, tf, 0);
+                }
+            }
+        });
+        let (apt, installs, zebras) = (idf(3, 2), idf(3, 1), idf(3, 0));
+        let total = apt + installs + zebras;
+        assert!((cov[0] - (apt + installs) / total).abs() < 1e-6, "{cov:?}");
+        assert!((cov[1] - apt / total).abs() < 1e-6, "{cov:?}");
+        assert_eq!(cov[2], 0.0);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The index file: one versioned, checksummed file holding everything a query needs.
 //!
-//! Layout of format version 3 (all integers little-endian):
+//! Layout (all integers little-endian):
 //! ```text
 //! b"NEEDLEIX" | format version u32 | header length u64 | header (postcard) |
 //! scales: chunks × f32 | codes: chunks × dim i8 |
@@ -14,7 +14,9 @@
 //! 1 and 2 had no gate depth (it was 20 wherever they were searched) and no site path in the
 //! header; versions 1–3 had no document kinds (every chunk was cited by `#char=`, no page was
 //! played by another); versions 1–4 had no gate rule (every query met the one cut,
-//! [`Gate::Cut`]). This reader still reads them all (tests/fixtures/compat/).
+//! [`Gate::Cut`]); versions 1–5 had no text analysis (every page was analyzed by
+//! [`crate::query::analyze::LEGACY_ANALYZER`], its language unknown). This reader still reads
+//! them all (tests/fixtures/compat/).
 //!
 //! Invariants: the reader checks, in this order, the leading magic, the trailing magic (a
 //! missing one means a truncated file), the format version, the checksum, then the structure
@@ -40,6 +42,7 @@
 
 use crate::doc::chunk::ChunkConfig;
 use crate::doc::locator::Locator;
+use crate::query::analyze::{Analysis, Analyzer};
 use crate::query::bm25::Bm25;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -51,7 +54,7 @@ pub const VECTORS_MAGIC: &[u8; 8] = b"NEEDLEVC";
 pub const VECTORS_FORMAT_VERSION: u32 = 1;
 /// Bump on any change to the layout or to the header's fields, and add a compat fixture
 /// (tests/fixtures/compat/README.md).
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// The oldest format version this reader still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// File name of the index inside an index folder.
@@ -113,6 +116,34 @@ pub struct Settings {
     pub gate_depth: u32,
     /// How the gate uses `cut` (format 5; every older index holds [`Gate::Cut`]).
     pub gate: Gate,
+    /// The lexical gate of each language the model does not read (format 6): the share of a
+    /// query's words, weighted by idf, a chunk must hold beyond this to answer
+    /// (`search::search`). A language not listed states no answer.
+    pub lexical_cuts: Vec<(String, f32)>,
+}
+
+impl Settings {
+    /// The lexical gate's cut for `lang` (a primary subtag), if the index chose one.
+    pub fn lexical_cut(&self, lang: &str) -> Option<f32> {
+        self.lexical_cuts.iter().find(|(l, _)| l == lang).map(|&(_, c)| c)
+    }
+}
+
+/// Settings as format 5 wrote them: no lexical gate.
+#[derive(Deserialize)]
+struct SettingsV5 {
+    chunk: ChunkConfig,
+    cut: f32,
+    max_chunks: u32,
+    gate_depth: u32,
+    gate: Gate,
+}
+
+impl From<SettingsV5> for Settings {
+    fn from(s: SettingsV5) -> Settings {
+        let SettingsV5 { chunk, cut, max_chunks, gate_depth, gate } = s;
+        Settings { chunk, cut, max_chunks, gate_depth, gate, lexical_cuts: Vec::new() }
+    }
 }
 
 /// How the gate decides which hits answer a query (`search::search`).
@@ -195,6 +226,9 @@ pub struct Header {
     pub pages: Vec<PageEntry>,
     pub chunks: Vec<ChunkEntry>,
     pub bm25: Bm25,
+    /// How the text was analyzed into BM25's terms: the analyzer version and each page's
+    /// language (format 6; older indexes: [`Analysis::legacy`]).
+    pub analysis: Analysis,
 }
 
 impl Header {
@@ -202,6 +236,32 @@ impl Header {
     /// file it was read from); `None` when it records none (formats 1 and 2).
     pub fn site_folder(&self, index_file: &std::path::Path) -> Option<std::path::PathBuf> {
         (!self.site.is_empty()).then(|| index_file.parent().unwrap_or(std::path::Path::new("")).join(&self.site))
+    }
+
+    /// The analyzer of a reader searching in `lang` (a BCP 47 tag; `None`: the site's main
+    /// language; see `Analysis::reader_lang`): the analyzer version the index was built with, in
+    /// that language.
+    pub fn analyzer(&self, lang: Option<&str>) -> Analyzer {
+        self.analysis.analyzer(self.analysis.reader_lang(lang))
+    }
+}
+
+/// The header as format 5 wrote it: no text analysis.
+#[derive(Deserialize)]
+struct HeaderV5 {
+    stamp: Stamp,
+    settings: SettingsV5,
+    site: String,
+    pages: Vec<PageEntry>,
+    chunks: Vec<ChunkEntry>,
+    bm25: Bm25,
+}
+
+impl From<HeaderV5> for Header {
+    fn from(h: HeaderV5) -> Header {
+        let HeaderV5 { stamp, settings, site, pages, chunks, bm25 } = h;
+        let analysis = Analysis::legacy(pages.len());
+        Header { stamp, settings: settings.into(), site, pages, chunks, bm25, analysis }
     }
 }
 
@@ -235,17 +295,17 @@ struct SettingsV4 {
     gate_depth: u32,
 }
 
-impl From<SettingsV4> for Settings {
-    fn from(s: SettingsV4) -> Settings {
+impl From<SettingsV4> for SettingsV5 {
+    fn from(s: SettingsV4) -> SettingsV5 {
         let SettingsV4 { chunk, cut, max_chunks, gate_depth } = s;
-        Settings { chunk, cut, max_chunks, gate_depth, gate: Gate::Cut }
+        SettingsV5 { chunk, cut, max_chunks, gate_depth, gate: Gate::Cut }
     }
 }
 
 impl From<HeaderV4> for Header {
     fn from(h: HeaderV4) -> Header {
         let HeaderV4 { stamp, settings, site, pages, chunks, bm25 } = h;
-        Header { stamp, settings: settings.into(), site, pages, chunks, bm25 }
+        HeaderV5 { stamp, settings: settings.into(), site, pages, chunks, bm25 }.into()
     }
 }
 
@@ -298,7 +358,7 @@ impl From<ChunkEntryV3> for ChunkEntry {
 
 impl From<HeaderV3> for Header {
     fn from(h: HeaderV3) -> Header {
-        Header {
+        HeaderV5 {
             stamp: h.stamp,
             settings: h.settings.into(),
             site: h.site,
@@ -306,6 +366,7 @@ impl From<HeaderV3> for Header {
             chunks: h.chunks.into_iter().map(Into::into).collect(),
             bm25: h.bm25,
         }
+        .into()
     }
 }
 
@@ -319,14 +380,15 @@ struct SettingsV2 {
 impl From<HeaderV2> for Header {
     fn from(h: HeaderV2) -> Header {
         let SettingsV2 { chunk, cut, max_chunks } = h.settings;
-        Header {
+        HeaderV5 {
             stamp: h.stamp,
-            settings: Settings { chunk, cut, max_chunks, gate_depth: DEFAULT_GATE_DEPTH, gate: Gate::Cut },
+            settings: SettingsV5 { chunk, cut, max_chunks, gate_depth: DEFAULT_GATE_DEPTH, gate: Gate::Cut },
             site: String::new(),
             pages: h.pages.into_iter().map(Into::into).collect(),
             chunks: h.chunks.into_iter().map(Into::into).collect(),
             bm25: h.bm25,
         }
+        .into()
     }
 }
 
@@ -508,11 +570,17 @@ impl Index {
             postcard::from_bytes::<HeaderV3>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
         } else if version == 4 {
             postcard::from_bytes::<HeaderV4>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
+        } else if version == 5 {
+            postcard::from_bytes::<HeaderV5>(header_bytes).map_err(|e| malformed(format!("header: {e}")))?.into()
         } else {
             postcard::from_bytes(header_bytes).map_err(|e| malformed(format!("header: {e}")))?
         };
         if header.bm25.is_empty() && !header.chunks.is_empty() {
-            header.bm25 = bm25_of(&header.chunks); // a browser index file (see "Split for the browser")
+            // A browser index file (see "Split for the browser"); an analysis this reader cannot
+            // run is refused below, before anything is searched.
+            if header.analysis.validate(header.pages.len()).is_ok() {
+                header.bm25 = bm25_of(&header.chunks, &header.analysis);
+            }
         }
         let raw = &bytes[header_end..body_end];
         let vectors = if version == 1 {
@@ -533,6 +601,7 @@ impl Index {
     /// Structural checks that make every later access in bounds.
     fn validate(&self) -> Result<(), String> {
         let h = &self.header;
+        h.analysis.validate(h.pages.len())?;
         let dim = self.dim();
         if dim == 0 {
             return Err("vector dimension 0".into());
@@ -590,11 +659,15 @@ impl ModelStamp {
     }
 }
 
-/// BM25 over the chunks' embedded texts: what an index stores, and what a reader recomputes
-/// when the file leaves it out.
-pub fn bm25_of(chunks: &[ChunkEntry]) -> Bm25 {
-    let texts: Vec<String> = chunks.iter().map(ChunkEntry::embedded_text).collect();
-    Bm25::build(texts.iter().map(String::as_str))
+/// BM25 over the chunks' embedded texts, each analyzed in its page's language: what an index
+/// stores, and what a reader recomputes when the file leaves it out.
+pub fn bm25_of(chunks: &[ChunkEntry], analysis: &Analysis) -> Bm25 {
+    let analyzers: Vec<Analyzer> = analysis.langs.iter().map(|l| analysis.analyzer(l)).collect();
+    let fallback = analysis.analyzer(crate::query::analyze::UNDETERMINED);
+    Bm25::from_terms(chunks.iter().map(|c| {
+        let lang = analysis.page_lang.get(c.page as usize).and_then(|&l| analyzers.get(l as usize));
+        lang.unwrap_or(&fallback).terms(&c.embedded_text())
+    }))
 }
 
 /// The checksum an index (or vectors) file stores before its end marker, if it is long enough
@@ -707,6 +780,7 @@ pub(crate) mod tests {
                     max_chunks: 4,
                     gate_depth: DEFAULT_GATE_DEPTH,
                     gate: Gate::Cut,
+                    lexical_cuts: Vec::new(),
                 },
                 site: "..".into(),
                 pages: vec![PageEntry {
@@ -720,6 +794,7 @@ pub(crate) mod tests {
                 }],
                 chunks,
                 bm25,
+                analysis: Analysis::of(["en"]),
             },
             [quantized(&[1.0, 0.0]), quantized(&[0.0, 1.0])].concat(),
         )

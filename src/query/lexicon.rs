@@ -2,7 +2,10 @@
 //! its own term; the last word, while it is still being typed, also matches the terms it
 //! begins (as Pagefind matches it); a word the site does not hold matches the site's terms
 //! within a small edit distance (a typo); and a word the site holds only in another inflected
-//! form ([`bm25::forms`]) is known to the site but ranks nothing.
+//! form ([`bm25::forms`]) is known to the site but ranks nothing. Words are the analyzer's
+//! (`query::analyze`): a query is analyzed as the site's text in the reader's language, so a
+//! German reader's "Paketen" is the site's "Paket", and a Chinese query's pairs of characters
+//! are the site's.
 //!
 //! The [`Plan`] is what BM25 scores (`Source::lexical`), what the gate asks about words the
 //! site does not know (`search::SearchResult::foreign`), what the result says it matched
@@ -17,6 +20,7 @@
 //! candidates share the word's first character (or are the word with its first two characters
 //! swapped), so a reader of an index in pieces fetches the pieces of one letter at most.
 
+use crate::query::analyze::{self, Analyzer};
 use crate::query::bm25;
 
 /// Expansions of the last word kept, the most frequent first: a two-letter prefix of a large
@@ -64,8 +68,8 @@ pub struct Term {
     pub df: usize,
 }
 
-/// One word of the query (a token as [`bm25::tokenize`] makes it), where it stands in the
-/// query, and the terms it reaches.
+/// One word of the query (its term as the analyzer makes it), where it stands in the query, and
+/// the terms it reaches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Word {
     pub token: String,
@@ -74,7 +78,8 @@ pub struct Word {
     pub how: How,
     /// The terms scored for this word (empty for `Inflected` and `Unknown`).
     pub terms: Vec<Term>,
-    /// The site holds the word in some inflected form, itself included ([`bm25::forms`]).
+    /// The site holds the word in some inflected form, itself included ([`bm25::forms`]; a
+    /// stemmed word's inflections are its stem).
     pub in_site: bool,
 }
 
@@ -96,12 +101,13 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Plans `query` over `vocabulary`.
-    pub fn new(vocabulary: &(impl Vocabulary + ?Sized), query: &str) -> Plan {
-        let words: Vec<(usize, &str)> = bm25::words(query).collect();
+    /// Plans `query`, analyzed by `analyzer` (the one the site's terms were made by, in the
+    /// reader's language), over `vocabulary`.
+    pub fn new(vocabulary: &(impl Vocabulary + ?Sized), analyzer: &Analyzer, query: &str) -> Plan {
+        let tokens = analyzer.tokens(query);
         let open = is_open(query);
-        let last = words.len().wrapping_sub(1);
-        let words: Vec<Word> = words.iter().enumerate().map(|(i, &(at, w))| plan_word(vocabulary, w, at, open && i == last)).collect();
+        let last = tokens.len().wrapping_sub(1);
+        let words: Vec<Word> = tokens.into_iter().enumerate().map(|(i, t)| plan_word(vocabulary, analyzer, t, open && i == last)).collect();
         let opens_question = match words.as_slice() {
             [first, second, ..] => QUESTION_WORDS.binary_search(&first.token.as_str()).is_ok() && is_stop_word(&second.token),
             _ => false,
@@ -202,15 +208,16 @@ pub fn is_open(query: &str) -> bool {
     query.chars().next_back().is_some_and(char::is_alphanumeric)
 }
 
-fn plan_word(vocabulary: &(impl Vocabulary + ?Sized), raw: &str, at: usize, open: bool) -> Word {
-    let token = raw.to_lowercase();
-    let at = (at, at + raw.len());
+fn plan_word(vocabulary: &(impl Vocabulary + ?Sized), analyzer: &Analyzer, t: analyze::Token, open: bool) -> Word {
+    let analyze::Token { at, norm, term: token } = t;
     let mut terms: Vec<Term> = vocabulary.df(&token).map(|df| Term { text: token.clone(), weight: 1.0, df }).into_iter().collect();
     let exact = !terms.is_empty();
-    if open && token.chars().count() >= MIN_PREFIX {
-        terms.extend(expansions(vocabulary, &token));
+    // A word being typed is matched as typed, not stemmed (a stem of half a word is no stem); a
+    // lone Chinese or Japanese character begins the pairs of characters the site holds.
+    if open && (norm.chars().count() >= MIN_PREFIX || norm.chars().next().is_some_and(analyze::is_cjk)) {
+        terms.extend(expansions(vocabulary, &norm).into_iter().filter(|t| t.text != token));
     }
-    let in_site = exact || bm25::forms(&token).iter().any(|f| vocabulary.df(f).is_some());
+    let in_site = exact || (!analyzer.stems() && bm25::forms(&token).iter().any(|f| vocabulary.df(f).is_some()));
     let how = match (exact, terms.is_empty()) {
         (true, _) => How::Exact,
         (false, false) => How::Prefix,
@@ -350,77 +357,77 @@ mod tests {
     #[test]
     fn the_last_word_while_typed_matches_the_terms_it_begins() {
         let bm = site();
-        let plan = Plan::new(&bm, "overrid");
+        let plan = Plan::new(&bm, &Analyzer::default(), "overrid");
         assert_eq!(how(&plan), [("overrid", How::Prefix)]);
         let terms: Vec<(&str, f32)> = plan.words[0].terms.iter().map(|t| (t.text.as_str(), t.weight)).collect();
         assert_eq!(terms, [("override", 7.0 / 8.0), ("overriding", 0.7)]);
         // A space, a question mark or any punctuation after it ends the word: "overrid" is then
         // a form of the site's "overriding" ("-ing" put on), "workspac" of "workspaces".
-        assert_eq!(how(&Plan::new(&bm, "overrid ")), [("overrid", How::Inflected)]);
-        assert_eq!(how(&Plan::new(&bm, "workspac?")), [("workspac", How::Inflected)]);
+        assert_eq!(how(&Plan::new(&bm, &Analyzer::default(), "overrid ")), [("overrid", How::Inflected)]);
+        assert_eq!(how(&Plan::new(&bm, &Analyzer::default(), "workspac?")), [("workspac", How::Inflected)]);
         // An exact last word keeps its own weight and reaches the longer terms below it.
-        let plan = Plan::new(&bm, "workspace");
+        let plan = Plan::new(&bm, &Analyzer::default(), "workspace");
         assert_eq!(plan.words[0].how, How::Exact);
         assert_eq!(plan.words[0].terms.iter().map(|t| t.text.as_str()).collect::<Vec<_>>(), ["workspace", "workspaces"]);
         assert_eq!(plan.words[0].terms[0].weight, 1.0);
         // One letter is not a prefix worth expanding.
-        assert_eq!(how(&Plan::new(&bm, "w")), [("w", How::Unknown)]);
+        assert_eq!(how(&Plan::new(&bm, &Analyzer::default(), "w")), [("w", How::Unknown)]);
     }
 
     #[test]
     fn a_misspelt_word_reaches_the_site_terms_one_edit_away() {
         let bm = site();
-        let plan = Plan::new(&bm, "overide dependancy path");
+        let plan = Plan::new(&bm, &Analyzer::default(), "overide dependancy path");
         assert_eq!(how(&plan), [("overide", How::Typo), ("dependancy", How::Typo), ("path", How::Exact)]);
         assert_eq!(plan.words[0].terms[0].text, "override");
         assert!((plan.words[0].terms[0].weight - 0.7).abs() < 1e-6);
         assert_eq!(plan.corrected("Overide dependancy path"), Some("override dependency path".to_string()));
         // Swapped, dropped and doubled letters; a swap of the first two letters too.
         for (typo, site) in [("worksapces ", "workspaces"), ("buld ", "build"), ("scriptts ", "scripts"), ("ubild ", "build")] {
-            let plan = Plan::new(&bm, typo);
+            let plan = Plan::new(&bm, &Analyzer::default(), typo);
             assert_eq!(plan.words[0].how, How::Typo, "{typo}");
             assert_eq!(plan.words[0].terms[0].text, site, "{typo}");
         }
         // Short words, numbers, words of another first letter and far words are not corrected.
         for far in ["bld ", "2024 ", "verride ", "tokio ", "zzzzzzzz "] {
-            assert_eq!(Plan::new(&bm, far).words[0].how, How::Unknown, "{far}");
+            assert_eq!(Plan::new(&bm, &Analyzer::default(), far).words[0].how, How::Unknown, "{far}");
         }
-        assert_eq!(Plan::new(&bm, "path").corrected("path"), None);
+        assert_eq!(Plan::new(&bm, &Analyzer::default(), "path").corrected("path"), None);
     }
 
     #[test]
     fn a_word_the_site_holds_in_another_form_is_known_but_ranks_nothing() {
         let bm = site();
-        let plan = Plan::new(&bm, "corrupts tokio, the zzz");
+        let plan = Plan::new(&bm, &Analyzer::default(), "corrupts tokio, the zzz");
         assert_eq!(how(&plan), [("corrupts", How::Inflected), ("tokio", How::Unknown), ("the", How::Exact), ("zzz", How::Unknown)]);
         assert_eq!(plan.unknown(), ["tokio", "zzz"]);
         assert_eq!(plan.scored().count(), 1);
         // A question's word the site holds in no form is unknown even when it is an edit away
         // from a site term, and nothing in a question is shown corrected.
         let q = "how do I write a driver for the buld system?";
-        let plan = Plan::new(&bm, q);
+        let plan = Plan::new(&bm, &Analyzer::default(), q);
         assert_eq!((plan.words[8].how, plan.unknown().contains(&"buld".to_string()), plan.corrected(q)), (How::Typo, true, None));
     }
 
     #[test]
     fn marks_follow_what_the_words_reached_without_stop_words_or_ubiquitous_terms() {
         let bm = site();
-        let plan = Plan::new(&bm, "the buld workspac");
+        let plan = Plan::new(&bm, &Analyzer::default(), "the buld workspac");
         assert_eq!(plan.marked(bm.len()), ["build", "workspace", "workspaces"]);
         // "the" is a stop word; with two chunks only, a term in both is ubiquitous.
         let two = bm25::Bm25::build(["the build", "the build again"].iter().copied());
-        assert!(Plan::new(&two, "the build").marked(two.len()).is_empty());
+        assert!(Plan::new(&two, &Analyzer::default(), "the build").marked(two.len()).is_empty());
     }
 
     #[test]
     fn the_model_reads_a_keyword_query_as_corrected_and_a_question_as_typed() {
         let bm = site();
-        assert_eq!(Plan::new(&bm, "overide dependancy").embedded("overide dependancy"), "override dependency");
+        assert_eq!(Plan::new(&bm, &Analyzer::default(), "overide dependancy").embedded("overide dependancy"), "override dependency");
         let q = "how do I overide a dependancy?";
-        assert_eq!(Plan::new(&bm, q).embedded(q), q);
-        assert_eq!(Plan::new(&bm, "patch").embedded("patch"), "patch");
+        assert_eq!(Plan::new(&bm, &Analyzer::default(), q).embedded(q), q);
+        assert_eq!(Plan::new(&bm, &Analyzer::default(), "patch").embedded("patch"), "patch");
         // The word being typed is read as the most frequent term it begins.
-        assert_eq!(Plan::new(&bm, "buld scr").embedded("buld scr"), "build scripts");
+        assert_eq!(Plan::new(&bm, &Analyzer::default(), "buld scr").embedded("buld scr"), "build scripts");
     }
 
     #[test]
@@ -434,12 +441,12 @@ mod tests {
             "why aliasing matters",
             "cargo rerun-if-changed path",
         ] {
-            assert!(Plan::new(&bm, q).keywords, "{q}");
+            assert!(Plan::new(&bm, &Analyzer::default(), q).keywords, "{q}");
         }
         for q in
             ["how do I patch", "patch?", "why does the build fail", "what is a workspace", "the build script runs before my crate compiles"]
         {
-            assert!(!Plan::new(&bm, q).keywords, "{q}");
+            assert!(!Plan::new(&bm, &Analyzer::default(), q).keywords, "{q}");
         }
     }
 

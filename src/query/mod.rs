@@ -3,6 +3,7 @@
 //! this layer alone is the lexical core (`--no-default-features`); the query vector, when
 //! there is one, comes from `embed`.
 
+pub mod analyze;
 pub mod bm25;
 pub mod cite;
 pub mod fuse;

@@ -26,6 +26,7 @@
 //! the probed lists alone lose them. With every list probed, a search over pieces is the whole
 //! index's search.
 
+use crate::query::analyze::{Analyzer, ANALYZER_VERSION};
 use crate::query::bm25;
 use crate::query::index::{
     hex, read_vector_block, seal, write_vector_block, ChunkEntry, IndexError, PageEntry, Settings, Stamp, END_MAGIC,
@@ -39,7 +40,7 @@ use std::collections::HashMap;
 pub const HEAD_MAGIC: &[u8; 8] = b"NEEDLEHD";
 pub const PIECE_MAGIC: &[u8; 8] = b"NEEDLEPC";
 /// Bump on any change to the head's fields or a piece's layout.
-pub const PIECES_FORMAT: u32 = 2;
+pub const PIECES_FORMAT: u32 = 3;
 /// Bytes of a piece's frame: magic, format, kind, number, build id, sha256, end mark.
 pub const PIECE_FRAME: usize = 8 + 4 + 1 + 4 + 8 + 32 + 8;
 /// File name of the head inside an index folder.
@@ -69,6 +70,10 @@ pub struct Head {
     /// The centroids as int8 codes (lists × dim) and a scale each, as the index stores vectors.
     pub centroid_scales: Vec<f32>,
     pub centroid_codes: Vec<i8>,
+    /// The analyzer version the terms were made by (`query::analyze`).
+    pub analyzer: u32,
+    /// The site's main language (`Analysis::main_lang`): a reader's query is analyzed in it.
+    pub lang: String,
 }
 
 /// One piece of a pieced index, by kind and number.
@@ -284,6 +289,18 @@ impl Pieced {
         if head.lexical_first.first().map(String::as_str) != Some("") || !head.lexical_first.windows(2).all(|w| w[0] < w[1]) {
             return Err(malformed("the lexical pieces' first terms are not ascending from \"\"".into()));
         }
+        if head.analyzer != ANALYZER_VERSION {
+            return Err(malformed(format!(
+                "built with text analyzer version {}, this needle analyzes with version {ANALYZER_VERSION}; rebuild the index with this needle",
+                head.analyzer
+            )));
+        }
+        if !cfg!(feature = "stemmers") && crate::query::analyze::stems(&head.lang) {
+            return Err(malformed(format!(
+                "its pages in {} are stemmed (Snowball), and this build of needle has no stemmers; rebuild the bundle with this needle",
+                head.lang
+            )));
+        }
         if head.content_first.first() != Some(&0) || !head.content_first.windows(2).all(|w| w[0] < w[1]) {
             return Err(malformed("the content pieces' first chunks are not ascending from 0".into()));
         }
@@ -407,14 +424,21 @@ impl Pieced {
     /// (The lexical candidates' content pieces follow from the ranking: [`Pieced::search`]
     /// names them.)
     pub fn needs(&self, query: &str, query_vec: Option<&QueryVector>) -> Vec<PieceId> {
-        let words = bm25::tokenize(query);
-        let mut out: Vec<u32> = words.iter().flat_map(|w| bm25::forms(w)).map(|f| self.terms_piece(&f)).collect();
-        if let Some(last) = words.last().filter(|w| lexicon::is_open(query) && w.chars().count() >= lexicon::MIN_PREFIX) {
-            out.extend(self.terms_pieces_from(last));
+        let analyzer = self.analyzer();
+        let words = analyzer.tokens(query);
+        let mut out: Vec<u32> = if analyzer.stems() {
+            words.iter().map(|w| self.terms_piece(&w.term)).collect()
+        } else {
+            words.iter().flat_map(|w| bm25::forms(&w.term)).map(|f| self.terms_piece(&f)).collect()
+        };
+        if let Some(last) = words.last().filter(|w| lexicon::is_open(query) && w.norm.chars().count() >= lexicon::MIN_PREFIX) {
+            out.extend(self.terms_pieces_from(&last.norm));
         }
         if out.iter().all(|&p| self.has(PieceId::Terms(p))) {
-            for w in
-                Plan::new(self, query).words.iter().filter(|w| matches!(w.how, How::Typo | How::Unknown) && lexicon::may_be_typo(&w.token))
+            for w in Plan::new(self, &analyzer, query)
+                .words
+                .iter()
+                .filter(|w| matches!(w.how, How::Typo | How::Unknown) && lexicon::may_be_typo(&w.token))
             {
                 let mut cs = w.token.chars();
                 if let (Some(a), Some(b)) = (cs.next(), cs.next()) {
@@ -435,7 +459,12 @@ impl Pieced {
 
     /// The plan of `query` (`lexicon::Plan`) once the lexical pieces it reads are in.
     pub fn plan(&self, query: &str) -> Option<Plan> {
-        self.needs(query, None).is_empty().then(|| Plan::new(self, query))
+        self.needs(query, None).is_empty().then(|| Plan::new(self, &self.analyzer(), query))
+    }
+
+    /// The analyzer of the site's terms, in its main language.
+    pub fn analyzer(&self) -> Analyzer {
+        Analyzer::new(self.head.analyzer, &self.head.lang)
     }
 
     /// The lexical pieces that hold the terms `prefix` begins.
@@ -480,7 +509,7 @@ impl Pieced {
         if !missing.is_empty() {
             return Err(missing);
         }
-        let r = search::rank(self, Plan::new(self, query), query_vec, opts);
+        let r = search::rank(self, Plan::new(self, &self.analyzer(), query), query_vec, opts);
         // With a usable query vector the dense side scores them, whatever the mode: their
         // distances also stand beside a BM25 ranking's hits and meet the gate.
         let scored = query_vec.is_some_and(|q| q.vector.len() == self.dim());
@@ -495,7 +524,7 @@ impl Pieced {
             missing.dedup();
             return Err(missing);
         }
-        let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| self.hit(c, d, i + 1)).collect();
+        let hits = r.hits(self);
         Ok(r.into_result(query, hits, self.head.chunks as usize))
     }
 }
@@ -531,6 +560,10 @@ impl Source for Pieced {
         &self.head.settings
     }
 
+    fn reader_lang(&self, _lang: Option<&str>) -> &str {
+        &self.head.lang
+    }
+
     fn dim(&self) -> usize {
         Pieced::dim(self)
     }
@@ -542,6 +575,14 @@ impl Source for Pieced {
             }
         });
         ranked.into_iter().map(|(c, _)| c).collect()
+    }
+
+    fn coverage(&self, plan: &Plan, chunks: &[usize]) -> Vec<f32> {
+        bm25::coverage(plan, self.head.chunks as usize, chunks, |term, visit| {
+            for &(chunk, tf, dl) in self.postings(term).into_iter().flatten() {
+                visit(chunk, tf, dl);
+            }
+        })
     }
 
     fn dense(&self, query: &[f32], lexical: &[usize]) -> Option<Dense> {

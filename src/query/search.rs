@@ -63,6 +63,9 @@ pub struct SearchOptions {
     pub cut: Option<f32>,
     /// At most this many hits pass the gate.
     pub max_chunks: usize,
+    /// The reader's language (a BCP 47 tag): the query is analyzed in it and only pages in it
+    /// are searched. `None`: the site's main language's analyzer, over every page.
+    pub lang: Option<String>,
 }
 
 /// One hit of the ungated ranking (what `needle search` prints per hit).
@@ -88,6 +91,10 @@ pub struct Hit {
     pub distance: f32,
     /// 1-based rank in the chosen mode's ranking.
     pub rank: usize,
+    /// For a query in a language the model does not read: the share of the query's words the
+    /// chunk holds, weighted by idf (what the lexical gate meets, `SearchResult::lexical_cut`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -137,6 +144,11 @@ pub struct SearchResult {
     pub mode: Mode,
     /// The cut this query met (the index's gate may lower it for foreign words).
     pub cut: f32,
+    /// For a query in a language the model does not read, when the index chose a lexical gate
+    /// for it: the coverage (`Hit::coverage`) a hit must exceed to answer. `cut` then plays no
+    /// part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexical_cut: Option<f32>,
     /// The query's words that neither the site nor the model knows ([`foreign_in`]).
     pub foreign: Vec<String>,
     /// The query's words the site does not know (`Plan::unknown`).
@@ -177,7 +189,7 @@ pub struct QueryVector {
 /// `q.unknown_to_model`. An adjacent out-of-domain question usually names such a thing
 /// ("tokio", "PyO3"); a reader describing a symptom in plain words rarely does.
 pub fn foreign_words(index: &Index, query: &str, q: &QueryVector) -> Vec<String> {
-    foreign_in(&Plan::new(&index.header.bm25, query), q)
+    foreign_in(&Plan::new(&index.header.bm25, &index.header.analyzer(None), query), q)
 }
 
 /// [`foreign_words`] of a planned query.
@@ -250,13 +262,14 @@ impl Hit {
             content: c.content.clone(),
             distance,
             rank,
+            coverage: None,
         }
     }
 }
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { mode: Mode::Hybrid, fusion: Fusion::default(), k: 20, cut: None, max_chunks: 4 }
+        SearchOptions { mode: Mode::Hybrid, fusion: Fusion::default(), k: 20, cut: None, max_chunks: 4, lang: None }
     }
 }
 
@@ -294,10 +307,19 @@ pub fn distances(index: &Index, query: &[f32]) -> Vec<f32> {
 /// browser fetched (`query::pieces`). [`rank`] is the one search over either.
 pub(crate) trait Source: Vocabulary {
     fn settings(&self) -> &Settings;
+    /// Whether chunk `chunk` is in language `lang` (a primary subtag), as far as this source
+    /// knows (an index in pieces does not know: every chunk is).
+    fn in_lang(&self, _chunk: usize, _lang: &str) -> bool {
+        true
+    }
+    /// The language a reader asking in `lang` searches (`Analysis::reader_lang`).
+    fn reader_lang(&self, lang: Option<&str>) -> &str;
     /// The model's dimension (a query vector of another length ranks nothing).
     fn dim(&self) -> usize;
     /// The BM25 ranking of every chunk that shares a term with the planned query, best first.
     fn lexical(&self, plan: &Plan) -> Vec<usize>;
+    /// The share of the planned query's words each of `chunks` holds (`bm25::coverage`).
+    fn coverage(&self, plan: &Plan, chunks: &[usize]) -> Vec<f32>;
     /// The chunks this source can score against `query`, nearest first, and their distances;
     /// `None` when it holds no vectors. `lexical` is the query's lexical ranking (an index in
     /// pieces scores its first chunks too; a whole index scores every chunk anyway).
@@ -341,6 +363,11 @@ pub(crate) struct Ranked {
     pub answer: Vec<usize>,
     pub mode: Mode,
     pub cut: f32,
+    /// The lexical gate's cut, when it decided (`SearchResult::lexical_cut`).
+    pub lexical_cut: Option<f32>,
+    /// Under the lexical gate, each ranked chunk's coverage by position, as far as the gate
+    /// walked or the hits reach (`Hit::coverage`).
+    pub coverage: Option<Vec<f32>>,
     pub foreign: Vec<String>,
     /// How the query's words met the site's vocabulary.
     pub plan: Plan,
@@ -369,12 +396,31 @@ impl Source for Index {
         &self.header.settings
     }
 
+    fn reader_lang(&self, lang: Option<&str>) -> &str {
+        self.header.analysis.reader_lang(lang)
+    }
+
+    fn in_lang(&self, chunk: usize, lang: &str) -> bool {
+        let page = self.header.chunks.get(chunk).map_or(usize::MAX, |c| c.page as usize);
+        self.header.analysis.langs.len() < 2 || self.header.analysis.lang_of(page) == lang
+    }
+
     fn dim(&self) -> usize {
         Index::dim(self)
     }
 
     fn lexical(&self, plan: &Plan) -> Vec<usize> {
         self.header.bm25.rank_plan(plan).into_iter().map(|(c, _)| c).collect()
+    }
+
+    fn coverage(&self, plan: &Plan, chunks: &[usize]) -> Vec<f32> {
+        let bm = &self.header.bm25;
+        crate::query::bm25::coverage(plan, bm.len(), chunks, |term, visit| {
+            let Ok(t) = bm.terms.binary_search_by(|x| x.as_str().cmp(term)) else { return };
+            for &(chunk, tf) in &bm.postings[t] {
+                visit(chunk, tf, 0);
+            }
+        })
     }
 
     fn dense(&self, query: &[f32], _lexical: &[usize]) -> Option<Dense> {
@@ -394,6 +440,18 @@ impl Source for Index {
             Distances::Probed(_) => None,
         }
     }
+}
+
+/// The lexical gate's evidence for `query` asked in `lang` (a primary subtag the site has
+/// pages in): the highest coverage (`bm25::coverage`) among the chunks the gate walks, the top
+/// of the lexical ranking of that language's pages. What `build::gate` measures a site's
+/// background questions by.
+pub fn lexical_evidence(index: &Index, query: &str, lang: &str) -> f32 {
+    let plan = Plan::new(index, &index.header.analyzer(Some(lang)), query);
+    let mut walked = index.lexical(&plan);
+    walked.retain(|&c| index.in_lang(c, lang));
+    walked.truncate(index.header.settings.gate_depth as usize);
+    index.coverage(&plan, &walked).into_iter().fold(0.0, f32::max)
 }
 
 /// Every chunk ordered by its page's cosine distance to the query, then by its own distance
@@ -421,18 +479,29 @@ pub fn page_order(index: &Index, dist: &[f32]) -> Vec<usize> {
 /// model is not loaded yet) only BM25 can rank, distances are unknown (NaN) and nothing passes
 /// the gate, whatever mode was asked for.
 pub fn search(index: &Index, query: &str, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
-    search_planned(index, query, Plan::new(index, query), query_vec, opts)
+    search_planned(index, query, Plan::new(index, &index.header.analyzer(opts.lang.as_deref()), query), query_vec, opts)
 }
 
 /// [`search`] of a query already planned over this index: the front ends plan once, to give the
 /// model the text it reads ([`Plan::embedded`]) and to search.
 pub fn search_planned(index: &Index, query: &str, plan: Plan, query_vec: Option<&QueryVector>, opts: &SearchOptions) -> SearchResult {
     let r = rank(index, plan, query_vec, opts);
-    let hits = r.shown.iter().enumerate().filter_map(|(i, &(c, d))| index.hit(c, d, i + 1)).collect();
+    let hits = r.hits(index);
     r.into_result(query, hits, index.header.chunks.len())
 }
 
 impl Ranked {
+    /// The hits shown, made from `entries` (those it lacks left out), with their coverage under
+    /// the lexical gate.
+    pub(crate) fn hits(&self, entries: &impl Entries) -> Vec<Hit> {
+        let coverage = |i: usize| self.coverage.as_ref().map(|c| c.get(i).copied().unwrap_or(0.0));
+        self.shown
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &(c, d))| entries.hit(c, d, i + 1).map(|h| Hit { coverage: coverage(i), ..h }))
+            .collect()
+    }
+
     /// The search result of this ranking of `query` over a site of `chunks` chunks, with its
     /// hits made (`Entries::hit`).
     pub(crate) fn into_result(self, query: &str, hits: Vec<Hit>, chunks: usize) -> SearchResult {
@@ -444,6 +513,7 @@ impl Ranked {
             verdict,
             mode: self.mode,
             cut: self.cut,
+            lexical_cut: self.lexical_cut,
             foreign: self.foreign,
             unknown,
             corrected: self.plan.corrected(query),
@@ -459,12 +529,28 @@ pub(crate) fn rank(source: &impl Source, plan: Plan, query_vec: Option<&QueryVec
     let settings = source.settings();
     let mut timings = Timings::default();
 
+    // Only a reader who named a language has the others' pages left out.
+    let reader = source.reader_lang(opts.lang.as_deref()).to_string();
+    let only = opts.lang.as_ref().map(|_| reader.as_str());
     let t = now_ms();
-    let lexical = source.lexical(&plan);
+    let mut lexical = source.lexical(&plan);
+    if let Some(lang) = only {
+        lexical.retain(|&c| source.in_lang(c, lang));
+    }
     timings.bm25 = now_ms() - t;
 
+    // The model reads English: for a reader in another language it neither ranks nor gates
+    // (the search is lexical, and states no answer), so it never answers or refuses for a
+    // language it does not know.
     let t = now_ms();
-    let dense = query_vec.filter(|q| q.vector.len() == source.dim()).and_then(|q| source.dense(&q.vector, &lexical));
+    let model_reads = model_reads(&reader);
+    let dense =
+        query_vec.filter(|q| model_reads && q.vector.len() == source.dim()).and_then(|q| source.dense(&q.vector, &lexical)).map(|mut d| {
+            if let Some(lang) = only {
+                d.order.retain(|&c| source.in_lang(c, lang));
+            }
+            d
+        });
     timings.dense = now_ms() - t;
 
     // Foreign words ask the model's vocabulary too: only a query the model saw has them.
@@ -506,11 +592,25 @@ pub(crate) fn rank(source: &impl Source, plan: Plan, query_vec: Option<&QueryVec
 
     let distance = |c: usize| dense.as_ref().map_or(f32::NAN, |d| d.distances.of(c));
     let walked: Vec<usize> = (0..ranking.len().min(depth)).filter(|&i| walkable.as_ref().is_none_or(|w| w.contains(&ranking[i]))).collect();
-    let answer = gate_walk(&walked, |i| distance(ranking[i]), cut, opts.max_chunks);
+    // The model does not read the reader's language: the words decide, where the index chose a
+    // lexical gate for that language (`build::gate`); elsewhere no answer is stated.
+    let lexical_cut = if model_reads { None } else { settings.lexical_cut(&reader) };
+    let coverage = lexical_cut.map(|_| source.coverage(&plan, &ranking[..ranking.len().min(depth.max(opts.k))]));
+    let answer = match (&coverage, lexical_cut) {
+        (Some(cov), Some(lc)) => lexical_walk(&walked, |i| cov.get(i).copied().unwrap_or(0.0), lc, opts.max_chunks),
+        _ => gate_walk(&walked, |i| distance(ranking[i]), cut, opts.max_chunks),
+    };
     let shown = opts.k.max(answer.last().map_or(0, |&i| i + 1));
     let shown = ranking.iter().take(shown).map(|&c| (c, distance(c))).collect();
-    let gated = dense.is_some();
-    Ranked { shown, answer, mode, cut, foreign, plan, gated, timings, lexical, walked }
+    let gated = dense.is_some() || lexical_cut.is_some();
+    Ranked { shown, answer, mode, cut, lexical_cut, coverage, foreign, plan, gated, timings, lexical, walked }
+}
+
+/// Whether the model (all-MiniLM-L6-v2, trained on English) reads text in `lang` (a primary
+/// subtag): English, or a language not known ("und": an index built before languages were told
+/// apart, or a page no detector could place).
+pub fn model_reads(lang: &str) -> bool {
+    matches!(lang, "en" | crate::query::analyze::UNDETERMINED)
 }
 
 /// Walks `hits` at the positions `walked` (a search's `SearchResult::walked`), in order, and
@@ -518,6 +618,17 @@ pub(crate) fn rank(source: &impl Source, plan: Plan, query_vec: Option<&QueryVec
 /// unknown (NaN) distance, or a position past the hits, never passes.
 pub fn gate(hits: &[Hit], walked: &[usize], cut: f32, max_chunks: usize) -> Vec<usize> {
     gate_walk(walked, |i| hits.get(i).map_or(f32::NAN, |h| h.distance), cut, max_chunks)
+}
+
+/// The lexical gate over `hits` (a search's hits with their `coverage`, at the positions
+/// `walked`): at most `max_chunks` whose coverage exceeds `lexical_cut`.
+pub fn lexical_gate(hits: &[Hit], walked: &[usize], lexical_cut: f32, max_chunks: usize) -> Vec<usize> {
+    lexical_walk(walked, |i| hits.get(i).and_then(|h| h.coverage).unwrap_or(0.0), lexical_cut, max_chunks)
+}
+
+/// The lexical gate over positions: at most `max_chunks` whose coverage exceeds `lexical_cut`.
+fn lexical_walk(walked: &[usize], coverage_at: impl Fn(usize) -> f32, lexical_cut: f32, max_chunks: usize) -> Vec<usize> {
+    walked.iter().copied().filter(|&i| coverage_at(i) > lexical_cut).take(max_chunks).collect()
 }
 
 /// The gate over positions: `distance_at(position)` for each walked position, in order.
@@ -588,10 +699,14 @@ mod tests {
             content: "x".into(),
             distance: d,
             rank: 1,
+            coverage: Some(1.0 - d),
         };
         let hits = [h(0.7), h(0.3), h(0.5), h(f32::NAN), h(0.1), h(0.2), h(0.4)];
         let every: Vec<usize> = (0..hits.len()).collect();
         assert_eq!(gate(&hits, &every, 0.6, 4), vec![1, 2, 4, 5]);
+        // The lexical gate: coverage strictly above its cut (1 − d here), the same walk.
+        assert_eq!(lexical_gate(&hits, &every, 0.4, 4), vec![1, 2, 4, 5]);
+        assert_eq!(lexical_gate(&hits, &every, 0.7, 4), vec![4, 5]);
         assert!(gate(&hits, &every, 0.05, 4).is_empty());
         // Only the walked positions, in the walk's order; one past the hits never passes.
         assert_eq!(gate(&hits, &[6, 2, 0, 9, 1], 0.6, 2), vec![6, 2]);
@@ -629,7 +744,7 @@ mod tests {
         let vectors: [[f32; 2]; 6] = [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.9, 0.435_89], [0.6, 0.8], [0.0, 1.0]];
         idx.header.chunks =
             (0..6).map(|c| ChunkEntry { page: (c / 3) as u32, content: format!("chunk{c}"), ..idx.header.chunks[0].clone() }).collect();
-        idx.header.bm25 = crate::query::index::bm25_of(&idx.header.chunks);
+        idx.header.bm25 = crate::query::index::bm25_of(&idx.header.chunks, &idx.header.analysis);
         idx.vectors = vectors.concat();
         idx
     }

@@ -76,6 +76,10 @@ enum Cmd {
         /// in --out, no browser bundle); `needle merge` combines the N parts.
         #[arg(long, value_name = "I/N")]
         part: Option<needle::build::part::Part>,
+        /// Index every page in this language (a BCP 47 tag: de, zh-CN) instead of the one it
+        /// declares (<html lang>), is named or filed as (page.de.html, de/), or reads as.
+        #[arg(long)]
+        lang: Option<String>,
         #[command(flatten)]
         layout: LayoutArgs,
     },
@@ -116,6 +120,10 @@ enum Cmd {
         /// Print the prompt for an LLM instead of the table.
         #[arg(long)]
         prompt: bool,
+        /// The reader's language (a BCP 47 tag): the question is analyzed in it and only pages
+        /// in it are searched (default: the site's main language, every page).
+        #[arg(long)]
+        lang: Option<String>,
     },
     /// Batch search: JSON lines {"id","query"} on stdin, one JSON line per query on stdout.
     Search {
@@ -133,6 +141,10 @@ enum Cmd {
         /// At most this many hits pass the gate (default: the index's setting).
         #[arg(long)]
         max_chunks: Option<usize>,
+        /// The readers' language, for lines without a "lang" of their own (default: the one a
+        /// line's query reads as among the site's languages, else the site's main language).
+        #[arg(long)]
+        lang: Option<String>,
     },
     /// Pages of an index by state, with reasons; counts read back from the index.
     Status {
@@ -301,6 +313,7 @@ fn run(cli: Cli) -> Result<()> {
             max_page_bytes,
             json,
             part,
+            lang,
             layout,
         } => {
             let out = out.unwrap_or_else(|| site.join("needle"));
@@ -316,6 +329,7 @@ fn run(cli: Cli) -> Result<()> {
                 progress: !json,
                 incremental: !full,
                 part,
+                lang,
             };
             let files = model_files(model_dir, true)?;
             let files = if fp32 { files.fp32_files() } else { files };
@@ -358,9 +372,9 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Query { index, question, k, mode, fusion, cut, json, prompt } => {
+        Cmd::Query { index, question, k, mode, fusion, cut, json, prompt, lang } => {
             let (idx, emb) = open(&index, model_dir)?;
-            let opts = SearchOptions { mode: mode.into(), fusion: fusion.into(), k: 20.max(k), cut, max_chunks: k };
+            let opts = SearchOptions { mode: mode.into(), fusion: fusion.into(), k: 20.max(k), cut, max_chunks: k, lang };
             let result = run_query(&idx, &emb, &question, &opts)?;
             let cites = cite::citations(&idx, &result);
             if prompt {
@@ -384,10 +398,10 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Search { index, k, mode, fusion, cut, max_chunks } => {
+        Cmd::Search { index, k, mode, fusion, cut, max_chunks, lang } => {
             let (idx, emb) = open(&index, model_dir)?;
             let max_chunks = max_chunks.unwrap_or(idx.header.settings.max_chunks as usize);
-            let opts = SearchOptions { mode: mode.into(), fusion: fusion.into(), k, cut, max_chunks };
+            let opts = SearchOptions { mode: mode.into(), fusion: fusion.into(), k, cut, max_chunks, lang: None };
             let stdin = std::io::stdin();
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             for (n, line) in stdin.lock().lines().enumerate() {
@@ -399,11 +413,13 @@ fn run(cli: Cli) -> Result<()> {
                 let query =
                     q.get("query").and_then(|v| v.as_str()).with_context(|| format!("stdin line {}: no \"query\" string", n + 1))?;
                 let id = q.get("id").cloned().unwrap_or(serde_json::Value::Null);
-                let r = run_query(&idx, &emb, query, &opts)?;
+                let line_lang = q.get("lang").and_then(|v| v.as_str()).map(str::to_string);
+                let lang = line_lang.or_else(|| lang.clone()).or_else(|| needle::doc::lang::of_query(query, &idx.header.analysis.langs));
+                let r = run_query(&idx, &emb, query, &SearchOptions { lang, ..opts.clone() })?;
                 let line = serde_json::json!({"id": id, "hits": r.hits.iter().map(|h| serde_json::json!({
                     "page": h.page, "kind": h.kind, "url": h.url, "link": h.link,
-                    "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank,
-                })).collect::<Vec<_>>(), "answer": r.answer, "verdict": r.verdict, "mode": r.mode, "cut": r.cut, "foreign": r.foreign,
+                    "from": h.from, "to": h.to, "content": h.content, "distance": h.distance, "rank": h.rank, "coverage": h.coverage,
+                })).collect::<Vec<_>>(), "answer": r.answer, "verdict": r.verdict, "mode": r.mode, "cut": r.cut, "lexical_cut": r.lexical_cut, "foreign": r.foreign,
                     "unknown": r.unknown, "corrected": r.corrected, "terms": r.terms, "timings": r.timings});
                 writeln!(out, "{line}")?;
             }
@@ -565,7 +581,7 @@ fn print_unanswered(result: &SearchResult, question: &str, k: usize) {
 
 fn run_query(idx: &Index, emb: &Embedder, q: &str, opts: &SearchOptions) -> Result<SearchResult> {
     let t = search::now_ms();
-    let plan = needle::query::lexicon::Plan::new(idx, q);
+    let plan = needle::query::lexicon::Plan::new(idx, &idx.header.analyzer(opts.lang.as_deref()), q);
     let v = emb.query(&plan.embedded(q))?;
     let embed_ms = search::now_ms() - t;
     let mut r = search::search_planned(idx, q, plan, Some(&v), opts);
@@ -602,6 +618,10 @@ fn print_build_report(r: &build::BuildReport, out: &Path) {
     for (p, why) in &r.skipped {
         println!("  skipped  {p}: {why}");
     }
+    println!("languages  {}", languages_line(&r.languages));
+    for (p, why) in &r.language_notes {
+        println!("  language {p}: {why}");
+    }
     let share = if r.embedded_tokens > 0 { 100.0 * r.header_tokens as f64 / r.embedded_tokens as f64 } else { 0.0 };
     println!("chunks     {} ({} split for the {}-token window)", r.chunks, r.split_for_window, needle::embed::MAX_TOKENS);
     println!("reused     {} / embedded {} chunks ({} unchanged pages reused)", r.reused_chunks, r.embedded_chunks, r.reused_pages);
@@ -634,26 +654,42 @@ fn peak_resident_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// "de 120 pages, en 2 pages", or what the model reads of them.
+fn languages_line(langs: &[(String, usize)]) -> String {
+    let line: Vec<String> = langs.iter().map(|(l, n)| format!("{l} {n} page{}", if *n == 1 { "" } else { "s" })).collect();
+    let unread: Vec<&str> = langs.iter().map(|(l, _)| l.as_str()).filter(|l| !search::model_reads(l)).collect();
+    let mut out = if line.is_empty() { "none".to_string() } else { line.join(", ") };
+    if !unread.is_empty() {
+        out.push_str(&format!(" ({} searched by words only: the model reads English)", unread.join(", ")));
+    }
+    out
+}
+
 fn status_json(idx: &Index) -> serde_json::Value {
     let h = &idx.header;
     let count = |f: fn(&PageStatus) -> bool| h.pages.iter().filter(|p| f(&p.status)).count();
     let pages: Vec<_> = h
         .pages
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let (state, reason) = match &p.status {
                 PageStatus::Ok => ("ok", None),
                 PageStatus::Failed { reason } => ("failed", Some(reason)),
                 PageStatus::Skipped { reason } => ("skipped", Some(reason)),
             };
-            serde_json::json!({"path": p.path, "state": state, "reason": reason, "chunks": p.chunk_count})
+            serde_json::json!({"path": p.path, "state": state, "reason": reason, "chunks": p.chunk_count, "lang": h.analysis.lang_of(i)})
         })
         .collect();
+    let langs: serde_json::Map<String, serde_json::Value> =
+        build::pages_per_language(&h.analysis, &h.pages).into_iter().map(|(l, n)| (l, n.into())).collect();
     serde_json::json!({
         "ok": count(|s| matches!(s, PageStatus::Ok)),
         "failed": count(|s| matches!(s, PageStatus::Failed { .. })),
         "skipped": count(|s| matches!(s, PageStatus::Skipped { .. })),
         "chunks": h.chunks.len(),
+        "languages": langs,
+        "analyzer": h.analysis.version,
         "pages": pages,
     })
 }
@@ -677,8 +713,15 @@ fn print_status(idx: &Index) {
     );
     let g = &h.settings;
     println!("gate       cut {:.3}, at most {} chunks of the top {}", g.cut, g.max_chunks, g.gate_depth);
+    for (lang, cut) in &g.lexical_cuts {
+        println!(
+            "           {lang}: by words (the model reads English), a chunk holding more than {:.0} % of a question's words",
+            cut * 100.0
+        );
+    }
     println!("site       {}", if h.site.is_empty() { "(not recorded)" } else { &h.site });
     println!("pages      {} ok, {} failed, {} skipped; {} chunks", ok.len(), failed.len(), skipped.len(), h.chunks.len());
+    println!("languages  {} (text analyzer {})", languages_line(&build::pages_per_language(&h.analysis, &h.pages)), h.analysis.version);
     for p in ok {
         println!("  ok       {}  {} chunks", p.path, p.chunk_count);
     }

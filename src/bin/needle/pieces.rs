@@ -154,7 +154,7 @@ pub fn run(index: &Index, embedder: &Embedder, args: &PiecesArgs) -> Result<()> 
         };
         let exact_answer = gate(&exact_hybrid, &|_| true);
         let top = |r: &[usize]| r.iter().take(20).copied().collect::<HashSet<usize>>();
-        let lexical_pieces = plan.lexical_pieces(bm, &q.text, &qv.unknown_to_model);
+        let lexical_pieces = plan.lexical_pieces(bm, &index.header.analyzer(None), &q.text, &qv.unknown_to_model);
         for ((&nprobe, row), cache) in args.nprobe.iter().zip(&mut rows).zip(&mut caches) {
             let probed = plan.probe(&qv.vector, nprobe);
             // The probed lists' chunks and the lexical candidates, as a reader scores them.

@@ -282,7 +282,7 @@ mod tests {
             text.push_str(t);
             blocks.push(Block { start, end: text.len(), kind: *kind, section: vec![] });
         }
-        Document { path: path.into(), title: path.into(), text, blocks, source: Default::default() }
+        Document { path: path.into(), title: path.into(), text, blocks, lang: None, source: Default::default() }
     }
 
     fn q(id: &str, needle: &str) -> Question {

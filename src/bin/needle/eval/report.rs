@@ -173,6 +173,9 @@ pub struct Outcome {
     pub index_cut: f32,
     /// How the index's gate uses its cut.
     pub index_gate: Gate,
+    /// The site's main language and its lexical gate's cut, when the model does not read that
+    /// language and the index chose one (`Settings::lexical_cuts`): the gate the queries met.
+    pub lexical_gate: Option<(String, f32)>,
     /// How the main evaluation fused a hybrid ranking.
     pub fusion: Fusion,
     pub main: Evaluation,
@@ -263,6 +266,13 @@ impl Outcome {
 
     /// The index's gate in words.
     fn gate_words(&self) -> String {
+        if let Some((lang, cut)) = &self.lexical_gate {
+            return format!(
+                "its own lexical gate (the model reads English, the site is in {lang}): a chunk answers when it holds more than {:.0} % of a question's words, weighted by idf, the share only {:.0} % of needle's background questions in {lang} reach",
+                cut * 100.0,
+                needle::build::gate::BACKGROUND_ANSWERED * 100.0
+            );
+        }
         match self.index_gate {
             Gate::Cut => format!("the plain cut {:.3}", self.index_cut),
             Gate::Auto { foreign_penalty, background_answered } => format!(
@@ -909,6 +919,7 @@ mod tests {
             max_chunks: 4,
             index_cut: 0.6,
             index_gate: Gate::Cut,
+            lexical_gate: None,
             fusion: Fusion::Pages,
             plain: Some(main.clone()),
             main,

@@ -148,6 +148,11 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
         max_chunks,
         index_cut: index.header.settings.cut,
         index_gate: index.header.settings.gate,
+        lexical_gate: {
+            let main = index.header.analysis.main_lang();
+            let cut = index.header.settings.lexical_cut(main).filter(|_| !needle::query::search::model_reads(main));
+            cut.map(|c| (main.to_string(), c))
+        },
         time: QueryTime::of(&main.runs, &embed_ms),
         fusion,
         main,
@@ -292,7 +297,7 @@ impl Context<'_> {
         modes
             .iter()
             .map(|&mode| {
-                let opts = SearchOptions { mode, fusion, k: self.depth, cut: None, max_chunks: self.max_chunks };
+                let opts = SearchOptions { mode, fusion, k: self.depth, cut: None, max_chunks: self.max_chunks, lang: None };
                 let runs: Vec<QueryRun> = self
                     .queries
                     .iter()
@@ -311,6 +316,7 @@ impl Context<'_> {
                             destroyed,
                             closest,
                             cut: result.cut,
+                            lexical_cut: result.lexical_cut,
                             timings: result.timings,
                             walked: result.walked,
                         }

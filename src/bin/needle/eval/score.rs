@@ -7,7 +7,7 @@
 
 use super::qrels::Phrasing;
 use super::stats::{self, Paired};
-use needle::query::search::{gate, Hit, Timings};
+use needle::query::search::{gate, lexical_gate, Hit, Timings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -31,6 +31,9 @@ pub struct QueryRun {
     pub closest: Option<f32>,
     /// The cut this query met under the index's own gate (`SearchResult::cut`).
     pub cut: f32,
+    /// The lexical gate's cut, when it decided this query (`SearchResult::lexical_cut`: a
+    /// language the model does not read). A cosine cut then changes nothing.
+    pub lexical_cut: Option<f32>,
     /// Positions in `hits` the gate walks (`SearchResult::walked`).
     pub walked: Vec<usize>,
     pub timings: Timings,
@@ -50,9 +53,12 @@ impl QueryRun {
         self.phrasing != Phrasing::Ood
     }
 
-    /// Indices into `hits` the gate keeps at `cut`.
+    /// Indices into `hits` the gate keeps at `cut` (or, under the lexical gate, at its own cut).
     pub fn gated(&self, cut: f32, max_chunks: usize) -> Vec<usize> {
-        gate(&self.hits, &self.walked, cut, max_chunks)
+        match self.lexical_cut {
+            Some(lexical) => lexical_gate(&self.hits, &self.walked, lexical, max_chunks),
+            None => gate(&self.hits, &self.walked, cut, max_chunks),
+        }
     }
 
     /// The answering chunk is among the gate's walk but the gate kept none that answers.
@@ -289,6 +295,7 @@ pub(crate) mod tests {
             content: "c".into(),
             distance,
             rank,
+            coverage: None,
         }
     }
 
@@ -305,6 +312,7 @@ pub(crate) mod tests {
             answers,
             destroyed: false,
             cut: 0.6,
+            lexical_cut: None,
             timings: Timings::default(),
             walked: (0..distances.len().min(GATE_DEPTH)).collect(),
         }
