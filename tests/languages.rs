@@ -60,10 +60,14 @@ fn ask(query: &str, lang: Option<&str>) -> SearchResult {
 fn every_page_is_indexed_in_its_folder_s_language() {
     let idx = index();
     let a = &idx.header.analysis;
-    for (p, page) in idx.header.pages.iter().enumerate() {
+    for (p, page) in idx.header.pages.iter().enumerate().filter(|(_, p)| p.path.contains('/')) {
         let want = &page.path[..2];
         assert_eq!(a.lang_of(p), want, "{}", page.path);
     }
+    // The language chooser at the top declares nothing and is too short to detect: it goes to
+    // the site's main language, never to a language of its own.
+    let chooser = idx.header.pages.iter().position(|p| p.path == "index.html").expect("index.html");
+    assert_eq!(a.lang_of(chooser), a.main_lang());
     let mut langs = a.langs.clone();
     langs.sort();
     assert_eq!(langs, ["de", "en", "zh"]);

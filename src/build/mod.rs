@@ -314,13 +314,15 @@ struct Page {
     entry: PageEntry,
     doc: Option<Document>,
     reuse: Option<usize>,
-    /// The language the page is indexed in (`doc::lang`; "und" for a page without text).
+    /// The language the page is indexed in (`doc::lang`; "und" for a page without text), and
+    /// whether only a guess placed it.
     lang: String,
+    guessed: bool,
 }
 
 impl Page {
     fn failed(path: String, reason: String) -> Page {
-        Page { entry: failed_page(path, reason), doc: None, reuse: None, lang: crate::query::analyze::UNDETERMINED.into() }
+        Page { entry: failed_page(path, reason), doc: None, reuse: None, lang: crate::query::analyze::UNDETERMINED.into(), guessed: false }
     }
 }
 
@@ -356,7 +358,7 @@ fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Res
                     let kept = &mut pages[first];
                     if extract::is_index_page(&kept.entry.path) && !extract::is_index_page(&doc.path) {
                         let old = std::mem::replace(&mut kept.entry, ok_page(&doc, hash.clone()));
-                        kept.lang = language(&doc, opts, report);
+                        (kept.lang, kept.guessed) = language(&doc, opts, report);
                         report.skipped.push((old.path, format!("same text as {}", doc.path)));
                         kept.doc = Some(doc);
                     } else {
@@ -365,9 +367,17 @@ fn read_pages(site: &Path, opts: &BuildOptions, report: &mut BuildReport) -> Res
                     continue;
                 }
                 seen.insert(hash.clone(), pages.len());
-                let lang = language(&doc, opts, report);
-                pages.push(Page { entry: ok_page(&doc, hash), doc: Some(doc), reuse: None, lang });
+                let (lang, guessed) = language(&doc, opts, report);
+                pages.push(Page { entry: ok_page(&doc, hash), doc: Some(doc), reuse: None, lang, guessed });
             }
+        }
+    }
+    // A page only a guess placed (too short, or code) is in the language most placed pages are.
+    let placed = Analysis::of(pages.iter().filter(|p| !p.guessed && p.doc.is_some()).map(|p| p.lang.as_str()));
+    if !placed.page_lang.is_empty() {
+        let main = placed.main_lang().to_string();
+        for p in pages.iter_mut().filter(|p| p.guessed) {
+            p.lang = main.clone();
         }
     }
     // By path, whatever became of them: the order a merge of parts rebuilds (see `part`).
@@ -598,14 +608,17 @@ fn content_hash(doc: &Document) -> String {
     }
 }
 
-/// The language `doc` is indexed in (`doc::lang`), noting in the report a declaration it was
-/// not indexed in.
-fn language(doc: &Document, opts: &BuildOptions, report: &mut BuildReport) -> String {
+/// The language `doc` is indexed in (`doc::lang`) and whether only a guess (or nothing) placed
+/// it, noting in the report a declaration it was not indexed in.
+fn language(doc: &Document, opts: &BuildOptions, report: &mut BuildReport) -> (String, bool) {
+    use crate::doc::lang::Source;
     let l = crate::doc::lang::resolve(doc, opts.lang.as_deref());
+    let guessed = matches!(l.source, Source::Guessed | Source::Unknown);
     if let Some(note) = l.note {
-        report.language_notes.push((doc.path.clone(), format!("{note}; indexed as {}", l.lang)));
+        let as_ = if guessed { "the site's main language" } else { &l.lang };
+        report.language_notes.push((doc.path.clone(), format!("{note}; indexed in {as_}")));
     }
-    l.lang
+    (l.lang, guessed)
 }
 
 /// The pages with text (status ok) per language, most first (ties by language).

@@ -7,7 +7,9 @@
 //! A declaration, file name or folder the text contradicts does not win: when the detector is
 //! sure of another language (a reliable detection on at least [`MIN_DETECTED`] letters), the
 //! page is indexed in the detected one and the build report says so. A tag that names no known
-//! language counts as no declaration.
+//! language counts as no declaration. A page nothing places but a detection that is not sure
+//! (a short page, a page of code) is [`Source::Guessed`]: the build puts it in the site's main
+//! language (`build::read_pages`).
 
 use crate::doc::text::Document;
 use crate::query::analyze::{primary, UNDETERMINED};
@@ -23,7 +25,9 @@ pub enum Source {
     FileName,
     Folder,
     Detected,
-    /// Nothing declared it and the detector was not sure: "und".
+    /// Nothing declared it, and the detector named a language without being sure of it.
+    Guessed,
+    /// Nothing declared it and the detector named none: "und".
     Unknown,
 }
 
@@ -66,7 +70,8 @@ pub fn resolve(doc: &Document, forced: Option<&str>) -> Language {
         }
     }
     match detected {
-        Some(d) if d.sure || note.is_none() => Language { lang: d.lang, source: Source::Detected, note },
+        Some(d) if d.sure => Language { lang: d.lang, source: Source::Detected, note },
+        Some(d) if note.is_none() => Language { lang: d.lang, source: Source::Guessed, note },
         _ => Language { lang: UNDETERMINED.into(), source: Source::Unknown, note },
     }
 }
@@ -284,6 +289,8 @@ mod tests {
         assert_eq!(resolve(&doc("de-DE/sect.apt.html", None, DE), None).source, Source::Folder);
         assert_eq!(resolve(&doc("docs/zh-cn/a.html", None, "软件包管理"), None).lang, "zh");
         assert_eq!(resolve(&doc("guide/a.html", None, DE), None), Language { lang: "de".into(), source: Source::Detected, note: None });
+        // Too short to be sure: a guess, which the build replaces by the site's main language.
+        assert_eq!(resolve(&doc("guide/b.html", None, "Install the package with apt."), None).source, Source::Guessed);
         assert_eq!(resolve(&doc("a.html", Some("en"), DE), Some("fr")).lang, "fr");
         // Folders that are not languages, and names with no tag, are not read as languages.
         assert_eq!(folder_lang("api/index.html"), None);

@@ -98,6 +98,8 @@ pub struct Plan {
     /// words besides stop words, and no question word followed by a stop word first ("how do",
     /// "what is"; a title such as "why aliasing matters" is keywords).
     pub keywords: bool,
+    /// The analyzer stems: a term is a stem ("paketquell"), not a word a reader would be shown.
+    pub stemmed: bool,
 }
 
 impl Plan {
@@ -113,7 +115,7 @@ impl Plan {
             _ => false,
         };
         let keywords = !query.contains(['?', '？']) && !opens_question && words.iter().filter(|w| !is_stop_word(&w.token)).count() <= 4;
-        Plan { words, keywords }
+        Plan { words, keywords, stemmed: analyzer.stems() }
     }
 
     /// The words whose terms BM25 scores.
@@ -123,9 +125,9 @@ impl Plan {
 
     /// A keyword query with each corrected word replaced by the site term it most likely meant
     /// (the most frequent at the least distance), lowercased as matched; `None` when no word
-    /// was a typo, or for a question.
+    /// was a typo, for a question, or when the terms are stems.
     pub fn corrected(&self, query: &str) -> Option<String> {
-        self.replaced(query, |w| w.how == How::Typo).filter(|_| self.keywords)
+        self.replaced(query, |w| w.how == How::Typo).filter(|_| self.keywords && !self.stemmed)
     }
 
     /// The text the model embeds for `query`: a keyword query as the site's terms it matched,

@@ -540,8 +540,8 @@ pub(crate) fn rank(source: &impl Source, plan: Plan, query_vec: Option<&QueryVec
     timings.bm25 = now_ms() - t;
 
     // The model reads English: for a reader in another language it neither ranks nor gates
-    // (the search is lexical, and states no answer), so it never answers or refuses for a
-    // language it does not know.
+    // (the search is lexical, and the lexical gate below decides), so it never answers or
+    // refuses for a language it does not know.
     let t = now_ms();
     let model_reads = model_reads(&reader);
     let dense =

@@ -392,7 +392,9 @@ fn run(cli: Cli) -> Result<()> {
                     print_unanswered(&result, &question, k);
                 }
                 for c in &cites {
-                    println!("[{}] {}  {}  {}  d={:.3}", c.index, c.document_id, c.locator_label, c.url, c.cosine_distance);
+                    // A language the model does not read has no distance: its gate went by words.
+                    let d = if c.cosine_distance.is_finite() { format!("  d={:.3}", c.cosine_distance) } else { String::new() };
+                    println!("[{}] {}  {}  {}{d}", c.index, c.document_id, c.locator_label, c.url);
                     println!("    {}", needle::doc::text::collapse_spaces(&c.quote));
                 }
             }
