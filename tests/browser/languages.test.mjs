@@ -1,13 +1,14 @@
 // A translated manual in the browser (tests/fixtures/i18n/handbook: English, German and Chinese
 // chapters of the Debian Administrator's Handbook): the browser answers each language's
 // questions exactly as native `needle search` with that "lang", and a reader in a language the
-// model does not read never downloads the model; the widget on a German page searches German.
+// model does not read never downloads the model; the widget on a German page searches German,
+// and German and Chinese citations land on their exact range.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { NEEDLE, ROOT, launch, serve, widgetSite } from "./helpers.mjs";
+import { NEEDLE, ROOT, launch, serve, squash, widgetSite } from "./helpers.mjs";
 
 const sets = { de: "de-DE", zh: "zh-CN", en: "en-US" };
 const ids = ["dh-07", "dh-12", "dh-20"];
@@ -65,6 +66,39 @@ describe("in Chromium, a translated manual", () => {
     });
     assert.deepEqual(mismatches, [], "browser and native differ");
     await page.context().close();
+  });
+
+  it("lands a German and a Chinese citation on a <mark> equal to the quote", async () => {
+    const context = await browser.newContext({ serviceWorkers: "block" });
+    const page = await context.newPage();
+    const failures = [];
+    for (const [lang, folder] of [["de", "de-DE"], ["zh", "zh-CN"]]) {
+      for (const id of ids) {
+        await page.goto(`${server.url}${folder}/apt.html`);
+        const q = questions().find((x) => x.id === `${lang}/${id}/doc`);
+        const first = await page.evaluate(
+          async ({ query, lang }) => {
+            const { open } = await import("/needle/needle.js");
+            const r = await (await open("/needle/", { lang, model: false })).search(query, { k: 4 });
+            return r.answer.length ? r.hits[r.answer[0]] : r.hits[0];
+          },
+          { query: q.query, lang },
+        );
+        await page.goto(first.url);
+        const landed = await page.waitForFunction(() => document.querySelectorAll("mark.needle-mark").length > 0, null, { timeout: 15000 }).then(
+          () => true,
+          () => false,
+        );
+        if (!landed) {
+          failures.push(`${q.id}: no <mark> on ${first.url}`);
+          continue;
+        }
+        const got = await page.evaluate(() => [...document.querySelectorAll("mark.needle-mark")].map((m) => m.textContent).join(""));
+        if (squash(got) !== squash(first.content)) failures.push(`${q.id}: mark ${JSON.stringify(got.slice(0, 60))} ≠ quote ${JSON.stringify(first.content.slice(0, 60))}`);
+      }
+    }
+    assert.deepEqual(failures, []);
+    await context.close();
   });
 
   it("does not download the model for a German reader, and says why", async () => {
