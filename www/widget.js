@@ -107,7 +107,7 @@ function registerOffline(base) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The page's colour scheme.
+// The page's colour scheme and language.
 
 const DARK = "(prefers-color-scheme: dark)";
 const THEME_ATTRIBUTES = ["class", "data-theme", "data-md-color-scheme"];
@@ -151,6 +151,21 @@ function followScheme(wrap) {
   const observer = new MutationObserver(all);
   for (const e of [document.documentElement, document.body]) if (e) observer.observe(e, { attributes: true, attributeFilter: THEME_ATTRIBUTES });
   matchMedia(DARK).addEventListener("change", all);
+}
+
+/**
+ * The language of the page the box sits on, as the index was built: `<html lang>`, a
+ * `content-language` meta, the file name `page.LANG.html`, or a folder named for a language
+ * (`/de/`, `/zh-cn/`) among the first two; null when none says (the site's main language).
+ */
+function pageLang() {
+  const declared = document.documentElement.lang || document.querySelector('meta[http-equiv="content-language" i]')?.content;
+  if (declared) return declared.split(",")[0].trim();
+  const tag = /^[a-z]{2}([-_][a-z0-9]{2,4})?$/i;
+  const parts = location.pathname.split("/").filter(Boolean);
+  const name = parts.at(-1)?.split(".") ?? [];
+  if (name.length >= 3 && tag.test(name.at(-2))) return name.at(-2);
+  return parts.slice(0, -1).slice(0, 2).find((p) => tag.test(p)) ?? null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,21 +318,6 @@ const TYPED = ["keydown", "keypress", "keyup", "beforeinput", "input"];
  * The `shortcut` attribute as key specs: "mod+k /" → [{ key: "k", mod: true, … }, { key: "/", … }].
  * `mod` is Ctrl or ⌘; `ctrl`, `meta`, `alt` and `shift` name one modifier each.
  */
-/**
- * The language of the page the box sits on, as the index was built: `<html lang>`, a
- * `content-language` meta, the file name `page.LANG.html`, or a folder named for a language
- * (`/de/`, `/zh-cn/`) among the first two; null when none says (the site's main language).
- */
-function pageLang() {
-  const declared = document.documentElement.lang || document.querySelector('meta[http-equiv="content-language" i]')?.content;
-  if (declared) return declared.split(",")[0].trim();
-  const tag = /^[a-z]{2}([-_][a-z0-9]{2,4})?$/i;
-  const parts = location.pathname.split("/").filter(Boolean);
-  const name = parts.at(-1)?.split(".") ?? [];
-  if (name.length >= 3 && tag.test(name.at(-2))) return name.at(-2);
-  return parts.slice(0, -1).slice(0, 2).find((p) => tag.test(p)) ?? null;
-}
-
 function shortcuts(spec) {
   if (spec.trim() === "none") return [];
   return spec
