@@ -52,6 +52,11 @@ pub struct EvalArgs {
     /// At most this many chunks pass the gate (default: the index's setting).
     #[arg(long, value_name = "N")]
     pub max_chunks: Option<usize>,
+    /// The readers' language (a BCP 47 tag): the questions are analyzed in it and only pages in
+    /// it are searched, as `needle query --lang` does (default: the site's main language, every
+    /// page). One language of a site written in several is scored this way.
+    #[arg(long, value_name = "L")]
+    pub lang: Option<String>,
     /// Bluff budget of the sweep: the chosen cut refuses least among the cuts that let at
     /// most N out-of-domain queries through.
     #[arg(long, value_name = "N", default_value_t = 0)]

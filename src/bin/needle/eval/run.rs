@@ -116,7 +116,8 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
     let (vectors, embed_ms) = embed_all(&embedder, &queries)?;
     let max_chunks = args.max_chunks.unwrap_or(index.header.settings.max_chunks as usize);
     let depth = ks.iter().copied().max().unwrap_or(score::GATE_DEPTH).max(score::GATE_DEPTH);
-    let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks, fusion };
+    let lang = args.lang.as_deref();
+    let ctx = Context { questions: &questions, queries: &queries, vectors: &vectors, depth, max_chunks, ks: &ks, fusion, lang };
 
     let main = ctx.evaluate(&index, &[mode], fusion).remove(0);
     // The method before the page list, on the same queries: what the default is measured against.
@@ -149,9 +150,9 @@ pub fn run_cli(args: EvalArgs, files: Option<ModelFiles>) -> Result<(), EvalErro
         index_cut: index.header.settings.cut,
         index_gate: index.header.settings.gate,
         lexical_gate: {
-            let main = index.header.analysis.main_lang();
-            let cut = index.header.settings.lexical_cut(main).filter(|_| !needle::query::search::model_reads(main));
-            cut.map(|c| (main.to_string(), c))
+            let reader = index.header.analysis.reader_lang(lang);
+            let cut = index.header.settings.lexical_cut(reader).filter(|_| !needle::query::search::model_reads(reader));
+            cut.map(|c| (reader.to_string(), c))
         },
         time: QueryTime::of(&main.runs, &embed_ms),
         fusion,
@@ -274,6 +275,8 @@ struct Context<'a> {
     ks: &'a [usize],
     /// How the main evaluation and the ablation fuse a hybrid ranking.
     fusion: Fusion,
+    /// The readers' language (`--lang`).
+    lang: Option<&'a str>,
 }
 
 impl Context<'_> {
@@ -297,7 +300,14 @@ impl Context<'_> {
         modes
             .iter()
             .map(|&mode| {
-                let opts = SearchOptions { mode, fusion, k: self.depth, cut: None, max_chunks: self.max_chunks, lang: None };
+                let opts = SearchOptions {
+                    mode,
+                    fusion,
+                    k: self.depth,
+                    cut: None,
+                    max_chunks: self.max_chunks,
+                    lang: self.lang.map(str::to_string),
+                };
                 let runs: Vec<QueryRun> = self
                     .queries
                     .iter()
