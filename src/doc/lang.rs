@@ -12,7 +12,7 @@
 //! language (`build::read_pages`).
 
 use crate::doc::text::Document;
-use crate::query::analyze::{primary, UNDETERMINED};
+use crate::query::analyze::{cjk_script, primary, CjkScript, UNDETERMINED};
 
 /// Letters a text needs before its detected language overrules a declaration.
 pub const MIN_DETECTED: usize = 200;
@@ -108,32 +108,47 @@ fn detect(text: &str) -> Option<Detected> {
         end -= 1;
     }
     let sample = &text[..end];
-    if let Some(cjk) = cjk_language(sample) {
+    let letters = Letters::of(sample);
+    if let Some(cjk) = cjk_language(&letters) {
         return Some(cjk);
     }
     let info = whatlang::detect(sample)?;
     let lang = two_letter(info.lang())?;
-    let letters = sample.chars().filter(|c| c.is_alphabetic()).count();
-    Some(Detected { lang: lang.to_string(), sure: info.is_reliable() && letters >= MIN_DETECTED })
+    Some(Detected { lang: lang.to_string(), sure: info.is_reliable() && letters.all >= MIN_DETECTED })
+}
+
+/// A text's letters, and those of the scripts the analyzer pairs.
+struct Letters {
+    all: usize,
+    han: usize,
+    kana: usize,
+    hangul: usize,
+}
+
+impl Letters {
+    fn of(text: &str) -> Letters {
+        let mut l = Letters { all: 0, han: 0, kana: 0, hangul: 0 };
+        for c in text.chars().filter(|c| c.is_alphabetic()) {
+            l.all += 1;
+            match cjk_script(c) {
+                Some(CjkScript::Han) => l.han += 1,
+                Some(CjkScript::Kana) => l.kana += 1,
+                Some(CjkScript::Hangul) => l.hangul += 1,
+                None => {}
+            }
+        }
+        l
+    }
 }
 
 /// Chinese, Japanese or Korean, when a tenth of the text's letters are Han, kana or Hangul: a
 /// page of those scripts holds many Latin letters (commands, names, untranslated terms), and a
 /// Han character is a word where a Latin letter is a fifth of one, so counting letters (as the
 /// trigram detector does) reads such a page as English. Kana make it Japanese, Hangul Korean.
-fn cjk_language(text: &str) -> Option<Detected> {
-    let (mut letters, mut han, mut kana, mut hangul) = (0usize, 0usize, 0usize, 0usize);
-    for c in text.chars().filter(|c| c.is_alphabetic()) {
-        letters += 1;
-        match c as u32 {
-            0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => kana += 1,
-            0xAC00..=0xD7AF | 0x1100..=0x11FF | 0x3130..=0x318F => hangul += 1,
-            _ if crate::query::analyze::is_cjk(c) => han += 1,
-            _ => {}
-        }
-    }
+fn cjk_language(letters: &Letters) -> Option<Detected> {
+    let Letters { all, han, kana, hangul } = *letters;
     let cjk = han + kana + hangul;
-    if cjk * 10 < letters || cjk == 0 {
+    if cjk * 10 < all || cjk == 0 {
         return None;
     }
     let lang = if hangul * 2 > cjk {

@@ -346,18 +346,36 @@ fn flush_cjk(text: &str, run: &mut Vec<(usize, char)>, out: &mut dyn FnMut(Token
 /// Han ideographs, kana and Hangul: scripts written without spaces between words (Hangul is
 /// spaced, but Lucene's CJK analyzer pairs it too, and so does this one).
 pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
+    cjk_script(c).is_some()
+}
+
+/// The scripts the analyzer pairs (`is_cjk`), told apart: what `doc::lang` reads a page's
+/// language from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CjkScript {
+    Han,
+    Kana,
+    Hangul,
+}
+
+/// The script of `c` among those the analyzer pairs, if it is one of them.
+pub fn cjk_script(c: char) -> Option<CjkScript> {
+    match c as u32 {
         0x3040..=0x30FF      // Hiragana, Katakana
         | 0x31F0..=0x31FF    // Katakana phonetic extensions
-        | 0x3400..=0x4DBF    // CJK Extension A
-        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
-        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xFF66..=0xFF9F    // halfwidth Katakana
+        => Some(CjkScript::Kana),
+        0xAC00..=0xD7AF      // Hangul syllables
         | 0x1100..=0x11FF    // Hangul Jamo
         | 0x3130..=0x318F    // Hangul compatibility Jamo
+        => Some(CjkScript::Hangul),
+        0x3400..=0x4DBF      // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
         | 0xF900..=0xFAFF    // CJK compatibility ideographs
-        | 0xFF66..=0xFF9F    // halfwidth Katakana
         | 0x20000..=0x2FA1F  // CJK Extensions B–F, compatibility supplement
-    )
+        => Some(CjkScript::Han),
+        _ => None,
+    }
 }
 
 /// Characters that end a word inside a Unicode word segment: punctuation a word boundary keeps

@@ -212,12 +212,16 @@ impl Bm25 {
 
     /// The ranking of [`Bm25::rank`] for a query already planned over this vocabulary.
     pub fn rank_plan(&self, plan: &Plan) -> Vec<(usize, f32)> {
-        rank_plan(plan, self.doc_len.len(), self.avgdl(), |term, visit| {
-            let Ok(t) = self.terms.binary_search_by(|x| x.as_str().cmp(term)) else { return };
-            for &(chunk, tf) in &self.postings[t] {
-                visit(chunk, tf, self.doc_len.get(chunk as usize).copied().unwrap_or(0));
-            }
-        })
+        rank_plan(plan, self.doc_len.len(), self.avgdl(), |term, visit| self.visit_postings(term, visit))
+    }
+
+    /// Calls `visit(chunk, tf, chunk length)` for each posting of `term`, in chunk order (none
+    /// when the site does not hold it): the `postings` of [`rank_plan`] and [`coverage`].
+    pub(crate) fn visit_postings(&self, term: &str, visit: &mut dyn FnMut(u32, u32, u32)) {
+        let Ok(t) = self.terms.binary_search_by(|x| x.as_str().cmp(term)) else { return };
+        for &(chunk, tf) in &self.postings[t] {
+            visit(chunk, tf, self.doc_len.get(chunk as usize).copied().unwrap_or(0));
+        }
     }
 
     /// Checks the structure read from an index: every posting points at a chunk.
@@ -385,13 +389,7 @@ mod tests {
     fn coverage_is_the_idf_weighted_share_of_the_query_s_words_a_chunk_holds() {
         let bm = Bm25::build(["apt installs packages", "apt removes packages", "a cat"].iter().copied());
         let plan = Plan::new(&bm, &Analyzer::default(), "apt installs zebras ");
-        let cov = coverage(&plan, bm.len(), &[0, 1, 2], |term, visit| {
-            if let Ok(t) = bm.terms.binary_search_by(|x| x.as_str().cmp(term)) {
-                for &(c, tf) in &bm.postings[t] {
-                    visit(c, tf, 0);
-                }
-            }
-        });
+        let cov = coverage(&plan, bm.len(), &[0, 1, 2], |term, visit| bm.visit_postings(term, visit));
         let (apt, installs, zebras) = (idf(3, 2), idf(3, 1), idf(3, 0));
         let total = apt + installs + zebras;
         assert!((cov[0] - (apt + installs) / total).abs() < 1e-6, "{cov:?}");

@@ -494,6 +494,14 @@ impl Pieced {
         }
     }
 
+    /// Calls `visit(chunk, tf, chunk length)` for each posting of `term` this reader has: the
+    /// `postings` of `bm25::rank_plan` and `bm25::coverage`.
+    fn visit_postings(&self, term: &str, visit: &mut dyn FnMut(u32, u32, u32)) {
+        for &(chunk, tf, dl) in self.postings(term).into_iter().flatten() {
+            visit(chunk, tf, dl);
+        }
+    }
+
     fn postings(&self, term: &str) -> Option<&Postings> {
         let piece = self.terms.get(&self.terms_piece(term))?;
         piece.binary_search_by(|(t, _)| t.as_str().cmp(term)).ok().map(|i| &piece[i].1)
@@ -569,20 +577,12 @@ impl Source for Pieced {
     }
 
     fn lexical(&self, plan: &Plan) -> Vec<usize> {
-        let ranked = bm25::rank_plan(plan, self.head.chunks as usize, self.head.avgdl, |term, visit| {
-            for &(chunk, tf, dl) in self.postings(term).into_iter().flatten() {
-                visit(chunk, tf, dl);
-            }
-        });
+        let ranked = bm25::rank_plan(plan, self.head.chunks as usize, self.head.avgdl, |term, visit| self.visit_postings(term, visit));
         ranked.into_iter().map(|(c, _)| c).collect()
     }
 
     fn coverage(&self, plan: &Plan, chunks: &[usize]) -> Vec<f32> {
-        bm25::coverage(plan, self.head.chunks as usize, chunks, |term, visit| {
-            for &(chunk, tf, dl) in self.postings(term).into_iter().flatten() {
-                visit(chunk, tf, dl);
-            }
-        })
+        bm25::coverage(plan, self.head.chunks as usize, chunks, |term, visit| self.visit_postings(term, visit))
     }
 
     fn dense(&self, query: &[f32], lexical: &[usize]) -> Option<Dense> {

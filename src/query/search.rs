@@ -415,12 +415,7 @@ impl Source for Index {
 
     fn coverage(&self, plan: &Plan, chunks: &[usize]) -> Vec<f32> {
         let bm = &self.header.bm25;
-        crate::query::bm25::coverage(plan, bm.len(), chunks, |term, visit| {
-            let Ok(t) = bm.terms.binary_search_by(|x| x.as_str().cmp(term)) else { return };
-            for &(chunk, tf) in &bm.postings[t] {
-                visit(chunk, tf, 0);
-            }
-        })
+        crate::query::bm25::coverage(plan, bm.len(), chunks, |term, visit| bm.visit_postings(term, visit))
     }
 
     fn dense(&self, query: &[f32], _lexical: &[usize]) -> Option<Dense> {
